@@ -1,0 +1,61 @@
+# Newcomers: `make demo` (set up + run the main job on the embedded sample), `make test` (set up + run the tests).
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+ROOT := $(CURDIR)
+VENV := $(ROOT)/.venv
+PY := $(VENV)/bin/python
+export PATH := $(VENV)/bin:$(PATH)
+export SPARK_LOCAL_IP := 127.0.0.1
+export PYSPARK_PYTHON := $(PY)
+export PYSPARK_DRIVER_PYTHON := $(PY)
+export AIRFLOW__CORE__LOAD_EXAMPLES := False
+
+DEMO_DIR ?= $(ROOT)/.demo
+DEMO_DATE ?= 2026-11-20
+DEMO_CONFIG ?= $(ROOT)/examples/rocketmq-retry.yaml
+PYTEST_ARGS ?=
+
+.PHONY: help setup test test-all test-fast lint format demo bench clean
+
+help:
+	@echo "make setup      create .venv from the pinned constraints (idempotent; checks Java 17)"
+	@echo "make demo       setup, then run the daily DAG (airflow dags test) on the committed sample and print its summary"
+	@echo "make test       setup, then run the whole test suite (real Spark, Airflow, GE, SQLite and PostgreSQL)"
+	@echo "make test-fast  the tests not marked slow"
+	@echo "make test-all   every test, including the whole simulated-day comparison (20+ minutes)"
+	@echo "make lint       ruff check + ruff format --check"
+	@echo "make bench      the benchmarks in benchmarks/ (minutes; not part of the tests)"
+
+setup:
+	@bash scripts/setup.sh
+
+test: setup
+	@bash scripts/ensure-postgres.sh
+	$(PY) -m pytest -m "not fullday" $(PYTEST_ARGS)
+
+test-all: setup
+	@bash scripts/ensure-postgres.sh
+	$(PY) -m pytest $(PYTEST_ARGS)
+
+test-fast: setup
+	@bash scripts/ensure-postgres.sh
+	$(PY) -m pytest -m "not slow" $(PYTEST_ARGS)
+
+LINT_PATHS := $(wildcard src tests benchmarks spark dags plugins scripts)
+
+lint: setup
+	$(VENV)/bin/ruff check $(LINT_PATHS)
+	$(VENV)/bin/ruff format --check $(LINT_PATHS)
+
+format: setup
+	$(VENV)/bin/ruff check --fix $(LINT_PATHS)
+	$(VENV)/bin/ruff format $(LINT_PATHS)
+
+demo: setup
+	@bash scripts/demo.sh "$(DEMO_DIR)" "$(DEMO_DATE)" "$(DEMO_CONFIG)"
+
+bench: setup
+	@for b in benchmarks/bench_*.py; do echo "== $$b"; $(PY) $$b || exit 1; done
+
+clean:
+	rm -rf $(DEMO_DIR) .pytest-airflow .pytest_cache .ruff_cache spark-warehouse

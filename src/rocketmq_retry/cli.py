@@ -1,0 +1,281 @@
+"""``rocketmq-retry``: one console script for every job, so each runs with or without Airflow (DESIGN.md §7).
+
+Subcommands with their own argument parsers (simulate, ingest, …) receive the rest of the command line;
+a subcommand that is not built yet says so and exits non-zero, it never pretends.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import importlib.util
+import json
+import os
+import sys
+from collections.abc import Callable, Sequence
+
+from rocketmq_retry import __version__
+from rocketmq_retry.errors import UserError
+
+PROG = "rocketmq-retry"
+
+# name -> (module:function taking argv, one-line summary, the issue that builds it)
+DELEGATED: dict[str, tuple[str, str, str]] = {
+    "simulate": (
+        "rocketmq_retry.simulate.cli:main",
+        "write a simulated day of RocketMQ logs plus ground truth",
+        "issue #3 (simulator)",
+    ),
+    "ingest": (
+        "rocketmq_retry.jobs.ingest:main",
+        "parse a date's logs into events/ and quarantine/ (Spark)",
+        "issue #4 (ingest job)",
+    ),
+    "reconstruct": (
+        "rocketmq_retry.jobs.reconstruct:main",
+        "rebuild transitions, lifecycles, dead letters, reconciliation (Spark)",
+        "issue #5 (reconstruction job)",
+    ),
+    "validate": (
+        "rocketmq_retry.validation.run:main",
+        "run the Great Expectations checkpoint, publish Data Docs",
+        "issue #6 (Airflow + validation)",
+    ),
+    "compensate": (
+        "rocketmq_retry.compensation.run:main",
+        "claim and execute the date's dead letters",
+        "issue #7 (compensation)",
+    ),
+    "compensation": (
+        "rocketmq_retry.compensation.cli:main",
+        "list|show|retry the compensation ledger",
+        "issue #7 (compensation)",
+    ),
+}
+# `run` chains these, stopping at the first failure.
+RUN_STEPS = ("ingest", "reconstruct", "validate")
+
+
+def _usage() -> str:
+    lines = [f"usage: {PROG} <command> [options]   ({PROG} <command> --help for a command's options)", "", "commands:"]
+    lines.append(f"  {'schedule':<13} the engine's expected path of a message that keeps failing")
+    for name, (target, summary, issue) in DELEGATED.items():
+        built = "" if _is_built(target) else f"  [not built yet: {issue}]"
+        lines.append(f"  {name:<13} {summary}{built}")
+    lines.append(f"  {'run':<13} {' + '.join(RUN_STEPS)} for one date")
+    return "\n".join(lines)
+
+
+def _is_built(target: str) -> bool:
+    return importlib.util.find_spec(target.split(":")[0]) is not None
+
+
+class NotBuilt(UserError):
+    exit_code = 3
+
+
+def _load(command: str) -> Callable[[list[str]], int]:
+    target, summary, issue = DELEGATED[command]
+    if not _is_built(target):
+        raise NotBuilt(f"'{command}' ({summary}) is not built yet; it arrives with {issue}")
+    module_name, func = target.split(":")
+    return getattr(importlib.import_module(module_name), func)
+
+
+def run_main(argv: Sequence[str]) -> int:
+    parser = argparse.ArgumentParser(prog=f"{PROG} run", description=f"{', '.join(RUN_STEPS)} for one date.")
+    parser.add_argument("--date", required=True, help="the date partition, YYYY-MM-DD")
+    parser.add_argument("--landing", required=True, help="root of the collected log files")
+    parser.add_argument("--warehouse", required=True, help="root of the Parquet tables")
+    parser.add_argument("--config", help="config file (default: $ROCKETMQ_RETRY_CONFIG, else built-in defaults)")
+    ns = parser.parse_args(list(argv))
+    common = ["--date", ns.date, "--warehouse", ns.warehouse] + (["--config", ns.config] if ns.config else [])
+    for step in RUN_STEPS:
+        step_main = _load(step)
+        print(f"== {PROG} {step} --date {ns.date}", flush=True)
+        code = int(step_main(common + (["--landing", ns.landing] if step == "ingest" else [])) or 0)
+        if code != 0:
+            print(f"{PROG} run: {step} failed with exit status {code}; later steps were not run", file=sys.stderr)
+            return code
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    if not args or args[0] in ("-h", "--help"):
+        print(_usage())
+        return 0 if args else 2
+    if args[0] == "--version":
+        print(f"{PROG} {__version__}")
+        return 0
+    command, rest = args[0], args[1:]
+    try:
+        if command == "schedule":
+            return schedule_main(rest)
+        if command == "run":
+            return run_main(rest)
+        if command in DELEGATED:
+            return int(_load(command)(rest) or 0)
+        print(f"{PROG}: unknown command {command!r}\n\n{_usage()}", file=sys.stderr)
+        return 2
+    except UserError as exc:
+        print(f"{PROG} {command}: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except BrokenPipeError:
+        # Output piped into `head` and the like: stop quietly, as Unix tools do.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+    except KeyboardInterrupt:
+        print(f"{PROG} {command}: interrupted", file=sys.stderr)
+        return 130
+
+
+# --- schedule ---------------------------------------------------------------------------------------
+
+
+def format_duration(ms: int) -> str:
+    """Human form of a duration: 10s, 1m40s, 4h45m40s, 250ms, 1d2h."""
+    if ms < 1000:
+        return f"{ms}ms"
+    seconds, millis = divmod(ms, 1000)
+    days, seconds = divmod(seconds, 86_400)
+    hours, seconds = divmod(seconds, 3600)
+    minutes, seconds = divmod(seconds, 60)
+    parts = [f"{v}{u}" for v, u in ((days, "d"), (hours, "h"), (minutes, "m")) if v]
+    if seconds or millis or not parts:
+        parts.append(f"{seconds}.{millis:03d}".rstrip("0") + "s" if millis else f"{seconds}s")
+    return "".join(parts)
+
+
+# A path still going after this many retries never ends in practice (orderly: Integer.MAX_VALUE retries).
+FOREVER_PROBE = 10_000
+
+
+def schedule_rows(path: object, limit: int | None = None) -> tuple[list[dict[str, object]], dict[str, object]]:
+    """The JSON records of ``schedule --format json``: one per retry (the first ``limit``), then the final one."""
+    rows = [
+        {
+            "hop": step.hop,
+            "reconsume_times": step.failed_reconsume_times,
+            "delay_level": step.next.delay_level,
+            "delay_ms": step.next.delay_ms,
+            "cumulative_ms": step.cumulative_ms,
+            "topic": step.next.topic,
+        }
+        for step in path.steps  # type: ignore[attr-defined]
+        if not step.next.terminal
+    ][:limit]
+    if path.truncated:  # type: ignore[attr-defined]
+        # Only a path that runs past FOREVER_PROBE is reported as endless; count what is listed.
+        return rows, {"final": "RETRYING_FOREVER", "topic": path.final_topic, "deliveries": len(rows)}  # type: ignore[attr-defined]
+    final = {"final": path.final.value, "topic": path.final_topic, "deliveries": path.deliveries}  # type: ignore[attr-defined]
+    return rows, final
+
+
+def _describe_policy(policy: object, max_reconsume: int) -> str:
+    p = policy
+    return (
+        f"RocketMQ {p.broker_major}.x, {p.protocol.value}, {p.consume_mode.value}, {p.message_model.value}; "  # type: ignore[attr-defined]
+        f'max reconsume times {max_reconsume}; messageDelayLevel "{p.delay_levels.source}"'  # type: ignore[attr-defined]
+    )
+
+
+def _level_cell(hop: object) -> str:
+    level = hop.delay_level  # type: ignore[attr-defined]
+    if level is None:
+        return "-"
+    asked = getattr(hop, "requested_delay_level", None)
+    # The store clamps levels above maxDelayLevel (§3.2): show what was asked so the clamping is visible.
+    return f"{level} (asked {asked})" if asked is not None and asked != level else str(level)
+
+
+def _topic_cell(hop: object) -> str:
+    if hop.topic is None:  # type: ignore[attr-defined]
+        return "(local retry in the client)"
+    topic = str(hop.topic)  # type: ignore[attr-defined]
+    if hop.queue_id is not None and topic == "SCHEDULE_TOPIC_XXXX":  # type: ignore[attr-defined]
+        topic += f" q{hop.queue_id}"  # type: ignore[attr-defined]
+    destination = getattr(hop, "destination_topic", None)
+    return f"{topic} -> {destination}" if destination and destination != hop.topic else topic  # type: ignore[attr-defined]
+
+
+def render_schedule_table(path: object, policy: object, max_reconsume: int, limit: int | None = None) -> str:
+    rows, final = schedule_rows(path, limit)
+    header = ("hop", "reconsume_times", "delay_level", "delay", "cumulative", "topic")
+    hops = [step.next for step in path.steps if not step.next.terminal]  # type: ignore[attr-defined]
+    table = (
+        [header]
+        + [
+            (
+                str(r["hop"]),
+                str(r["reconsume_times"]),
+                _level_cell(hop),
+                format_duration(int(r["delay_ms"])),  # type: ignore[arg-type]
+                format_duration(int(r["cumulative_ms"])),  # type: ignore[arg-type]
+                _topic_cell(hop),
+            )
+            for r, hop in zip(rows, hops[: len(rows)], strict=True)
+        ]
+    )
+    widths = [max(len(row[i]) for row in table) for i in range(len(header))]
+    out = [f"Expected path for consumer group '{policy.group}' ({_describe_policy(policy, max_reconsume)})", ""]  # type: ignore[attr-defined]
+    for row in table:
+        cells = [row[i].rjust(widths[i]) if i < 5 else row[i] for i in range(len(row))]
+        out.append("  ".join(cells).rstrip())
+    deliveries = int(final["deliveries"])  # type: ignore[call-overload]
+    noun = "delivery" if deliveries == 1 else "deliveries"
+    if final["final"] == "RETRYING_FOREVER":
+        summary = (
+            f"final: RETRYING_FOREVER (first {deliveries} {noun} shown; the message is never dead-lettered"
+            f"{' and blocks its queue' if policy.consume_mode.value == 'orderly' else ''})"  # type: ignore[attr-defined]
+        )
+    else:
+        where = f" in {final['topic']}" if final["topic"] else ""
+        retries = [step for step in path.steps if not step.next.terminal]  # type: ignore[attr-defined]
+        total = retries[-1].cumulative_ms if retries else 0
+        summary = f"final: {final['final']}{where} after {deliveries} {noun}, {format_duration(total)} of retry delays"
+        hidden = len(retries) - len(rows)
+        if hidden > 0:
+            summary = f"({hidden} more {'retry' if hidden == 1 else 'retries'} not shown: --limit {limit})\n" + summary
+        last = path.steps[-1].next if path.steps else None  # type: ignore[attr-defined]
+        if last is not None and last.terminal and last.delay_ms:
+            via = f" (waiting in {last.topic})" if last.topic and last.topic != final["topic"] else ""
+            outcome = "is stored there" if final["final"] == "DEAD_LETTERED" else "is dropped"
+            summary += f"; the message {outcome} {format_duration(last.delay_ms)} after its last failure{via}"
+    out += ["", summary]
+    return "\n".join(out)
+
+
+def schedule_main(argv: Sequence[str]) -> int:
+    parser = argparse.ArgumentParser(
+        prog=f"{PROG} schedule",
+        description="Print the expected retry path of a message of GROUP that fails every time.",
+    )
+    parser.add_argument("--group", required=True, help="consumer group (a group not in the config gets defaults)")
+    parser.add_argument("--config", help="config file (default: $ROCKETMQ_RETRY_CONFIG, else built-in defaults)")
+    parser.add_argument("--format", choices=("table", "json"), default="table")
+    parser.add_argument(
+        "--topic", default="<topic>", help="business topic the message was published to (default: <topic>)"
+    )
+    parser.add_argument("--limit", type=int, default=64, help="retries listed at most (default 64)")
+    ns = parser.parse_args(list(argv))
+    if ns.limit < 1:
+        parser.error("--limit must be at least 1")
+
+    from rocketmq_retry.config import load_config
+    from rocketmq_retry.engine import FailedDelivery, effective_max_reconsume_times, expected_path
+
+    policy = load_config(ns.config).group_policy(ns.group)
+    template = FailedDelivery(reconsume_times=0, original_topic=ns.topic)
+    path = expected_path(policy, failure=template, limit=FOREVER_PROBE)
+    if ns.format == "json":
+        rows, final = schedule_rows(path, ns.limit)
+        for record in [*rows, final]:
+            print(json.dumps(record))
+    else:
+        print(render_schedule_table(path, policy, effective_max_reconsume_times(policy), ns.limit))
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

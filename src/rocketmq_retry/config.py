@@ -1,0 +1,339 @@
+"""The one configuration file (DESIGN.md §6): a typed model where every field has a documented default.
+
+An empty file (or no file) works against default brokers. Unknown keys are errors that name the key's path.
+The path comes from ``--config``, else ``$ROCKETMQ_RETRY_CONFIG``, else the defaults.
+"""
+
+from __future__ import annotations
+
+import os
+import pathlib
+from typing import Annotated, Any, Literal, get_args
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from rocketmq_retry.engine.delay_levels import DEFAULT_MESSAGE_DELAY_LEVEL, DelayLevelError, DelayLevelTable
+from rocketmq_retry.engine.model import (
+    ConsumeMode,
+    CustomizedPolicy,
+    ExponentialPolicy,
+    GroupPolicy,
+    MessageModel,
+    Protocol,
+)
+from rocketmq_retry.errors import ConfigError
+
+CONFIG_ENV = "ROCKETMQ_RETRY_CONFIG"
+
+# Format names are fixed: they appear in configs that users keep (DESIGN §6).
+FormatName = Literal[
+    "rocketmq-client-4x",
+    "rocketmq-client-5x",
+    "rocketmq-grpc-client",
+    "spring-listener",
+    "broker",
+    "broker-stats",
+    "trace",
+    "message-dump",
+]
+FORMAT_NAMES: tuple[str, ...] = get_args(FormatName)
+
+
+def _check_zone(value: str) -> str:
+    try:
+        ZoneInfo(value)
+    except (ZoneInfoNotFoundError, ValueError):
+        raise ValueError(f"unknown time zone {value!r} (use an IANA name such as 'Asia/Shanghai' or 'UTC')") from None
+    return value
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class BrokerConfig(_Strict):
+    version: str = Field("4.9.4", description="Broker version; major 4 -> 4.x rules, 5 -> 5.x rules.")
+    message_delay_level: str = Field(DEFAULT_MESSAGE_DELAY_LEVEL, description="The broker's messageDelayLevel.")
+
+    @field_validator("version")
+    @classmethod
+    def _major_known(cls, value: str) -> str:
+        major = value.split(".", 1)[0]
+        if major not in ("4", "5"):
+            raise ValueError(f"broker version {value!r}: only RocketMQ 4.x and 5.x are modelled")
+        return value
+
+    @field_validator("message_delay_level")
+    @classmethod
+    def _parses(cls, value: str) -> str:
+        try:
+            DelayLevelTable.parse(value)
+        except DelayLevelError as exc:
+            raise ValueError(str(exc)) from None
+        return value
+
+    @property
+    def major(self) -> int:
+        return int(self.version.split(".", 1)[0])
+
+
+class CustomizedRetryPolicyConfig(_Strict):
+    type: Literal["customized"] = "customized"
+    next: list[Annotated[int, Field(ge=0)]] | None = Field(
+        None, description="Delays in ms; default: CustomizedRetryPolicy's built-in 1s 5s 10s … 2h list (§5.1)."
+    )
+
+
+class ExponentialRetryPolicyConfig(_Strict):
+    type: Literal["exponential"]
+    initial: int = Field(5_000, ge=0, description="ms")
+    max: int = Field(7_200_000, ge=0, description="ms")
+    multiplier: float = Field(2.0, gt=0)
+
+
+class GroupConfig(_Strict):
+    broker: str = "default"
+    protocol: Protocol = Protocol.REMOTING
+    consume_mode: ConsumeMode = ConsumeMode.CONCURRENTLY
+    message_model: MessageModel = MessageModel.CLUSTERING
+    max_reconsume_times: int = Field(-1, ge=-1, description="-1 = RocketMQ's default for the mode")
+    retry_max_times: int = Field(16, ge=0)
+    retry_queue_nums: int = Field(1, description="<= 0 makes the broker drop send-backs silently (§2.2)")
+    suspend_current_queue_time_millis: int = 1000
+    consume_timeout_minutes: int = Field(15, gt=0)
+    retry_policy: Annotated[CustomizedRetryPolicyConfig | ExponentialRetryPolicyConfig, Field(discriminator="type")] = (
+        CustomizedRetryPolicyConfig()
+    )
+
+
+class SourceConfig(_Strict):
+    format: FormatName
+    path: str = Field(description="Glob under --landing; {ds} is replaced by the date (YYYY-MM-DD).")
+    timezone: str | None = Field(None, description="Zone of the file's timestamps when its format does not fix one.")
+    consumer_group: str | None = Field(None, description="Group for lines that do not name theirs.")
+
+    _zone = field_validator("timezone")(lambda cls, v: None if v is None else _check_zone(v))
+
+    def glob_for(self, ds: str) -> str:
+        return self.path.replace("{ds}", ds)
+
+
+class RouteConfig(_Strict):
+    topic: str = "*"
+    group: str = "*"
+    handler: str
+
+
+class HandlerConfig(_Strict):
+    type: Literal["python", "http", "sql"]
+    callable: str | None = None
+    url: str | None = None
+    conn_id: str | None = None
+    table: str | None = None
+    rate_per_second: float | None = Field(None, gt=0)
+    timeout_seconds: float = Field(10.0, gt=0)
+    max_tries: int = Field(4, ge=1, description="http: one call plus retries on 5xx, timeouts, connection errors")
+    backoff_seconds: float = Field(0.5, ge=0, description="http: first pause between tries, doubling each retry")
+    backoff_max_seconds: float = Field(8.0, ge=0, description="http: longest pause between tries")
+
+    @model_validator(mode="after")
+    def _needs_target(self) -> HandlerConfig:
+        if self.type == "python" and not self.callable:
+            raise ValueError("a python handler needs 'callable' (a dotted path such as 'pkg.module:function')")
+        if self.type in ("http", "sql") and not (self.url or self.conn_id):
+            raise ValueError(f"an {self.type} handler needs 'url' or 'conn_id'")
+        if self.type == "sql" and not self.table:
+            raise ValueError("a sql handler needs 'table'")
+        return self
+
+
+class BusinessKeyConfig(_Strict):
+    from_: Literal["keys", "body"] = Field("keys", alias="from")
+    json_path: str | None = None
+
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+
+class CompensationConfig(_Strict):
+    ledger_url: str = "sqlite:///{warehouse}/compensation.db"
+    lease_seconds: int = Field(300, gt=0)
+    max_attempts: int = Field(5, gt=0)
+    max_batches: int = Field(8, ge=1, description="mapped compensation tasks per run, at most")
+    batch_size: int = Field(200, ge=1, description="outstanding dead letters per batch before another batch is used")
+    claim_chunk: int = Field(10, ge=1, description="rows claimed per statement (their leases must outlast the chunk)")
+    business_key: BusinessKeyConfig = BusinessKeyConfig()
+    routes: list[RouteConfig] = Field(default_factory=lambda: [RouteConfig(handler="log-only")])
+    handlers: dict[str, HandlerConfig] = Field(
+        default_factory=lambda: {
+            "log-only": HandlerConfig(type="python", callable="rocketmq_retry.compensation.handlers:log_only")
+        }
+    )
+
+    @model_validator(mode="after")
+    def _routes_name_handlers(self) -> CompensationConfig:
+        for index, route in enumerate(self.routes):
+            if route.handler not in self.handlers:
+                known = ", ".join(sorted(self.handlers)) or "none"
+                raise ValueError(f"routes[{index}].handler {route.handler!r} is not defined in handlers ({known})")
+        return self
+
+
+class SparkConfig(_Strict):
+    master: str = Field("local[*]", description="Used when a job runs outside spark-submit.")
+    driver_memory: str = "1g"
+    shuffle_partitions: int = Field(4, gt=0)
+    conf: dict[str, str] = Field(default_factory=dict)
+
+
+class Config(_Strict):
+    timezone: str = "Asia/Shanghai"
+    brokers: dict[str, BrokerConfig] = Field(default_factory=lambda: {"default": BrokerConfig()})
+    groups: dict[str, GroupConfig] = Field(default_factory=dict)
+    sources: list[SourceConfig] = Field(default_factory=list)
+    compensation: CompensationConfig = CompensationConfig()
+    spark: SparkConfig = SparkConfig()
+    # Sections owned by the Airflow and validation layers; parse_config validates them with those layers' models
+    # (rocketmq_retry.airflow.settings.AirflowSettings, rocketmq_retry.validation.settings.ValidationSettings).
+    airflow: dict[str, Any] = Field(default_factory=dict)
+    validation: dict[str, Any] = Field(default_factory=dict)
+
+    _zone = field_validator("timezone")(lambda cls, v: _check_zone(v))
+
+    @model_validator(mode="after")
+    def _groups_name_brokers(self) -> Config:
+        if "default" not in self.brokers:
+            # Groups not listed use broker "default"; keep it defined even when users only name others.
+            object.__setattr__(self, "brokers", {"default": BrokerConfig(), **self.brokers})
+        for name, group in self.groups.items():
+            if group.broker not in self.brokers:
+                raise ValueError(f"groups.{name}.broker {group.broker!r} is not defined in brokers")
+            five_only = group.protocol == Protocol.GRPC or group.consume_mode in (ConsumeMode.POP, ConsumeMode.SIMPLE)
+            if five_only and self.brokers[group.broker].major < 5:
+                # gRPC, POP and SimpleConsumer exist only from RocketMQ 5.0 on (§1.7, §5).
+                what = "protocol grpc" if group.protocol == Protocol.GRPC else f"consume_mode {group.consume_mode}"
+                raise ValueError(
+                    f"groups.{name}: {what} needs a 5.x broker, but broker {group.broker!r} is "
+                    f"{self.brokers[group.broker].version}"
+                )
+        return self
+
+    def group_config(self, group: str) -> GroupConfig:
+        """A group not listed gets all defaults (DESIGN §6)."""
+        return self.groups.get(group) or GroupConfig()
+
+    def group_policy(self, group: str) -> GroupPolicy:
+        """The engine's view of ``group``: its settings joined with its broker's."""
+        settings = self.group_config(group)
+        broker = self.brokers[settings.broker]
+        table = DelayLevelTable.parse(broker.message_delay_level)
+        rp = settings.retry_policy
+        policy = (
+            ExponentialPolicy(initial_ms=rp.initial, max_ms=rp.max, multiplier=rp.multiplier)
+            if isinstance(rp, ExponentialRetryPolicyConfig)
+            # Without `next`, CustomizedRetryPolicy keeps its own built-in list (a class constant, not the broker's
+            # messageDelayLevel, §5.1): the empty tuple tells the engine so.
+            else CustomizedPolicy(next_ms=tuple(rp.next) if rp.next is not None else ())
+        )
+        return GroupPolicy(
+            group=group,
+            broker_major=broker.major,
+            delay_levels=table,
+            protocol=settings.protocol,
+            consume_mode=settings.consume_mode,
+            message_model=settings.message_model,
+            max_reconsume_times=settings.max_reconsume_times,
+            retry_max_times=settings.retry_max_times,
+            retry_queue_nums=settings.retry_queue_nums,
+            suspend_current_queue_time_millis=settings.suspend_current_queue_time_millis,
+            consume_timeout_minutes=settings.consume_timeout_minutes,
+            retry_policy=policy,
+        )
+
+
+def _key_path(loc: tuple[Any, ...]) -> str:
+    parts: list[str] = []
+    for item in loc:
+        if isinstance(item, int):
+            parts.append(f"[{item}]")
+        elif item in ("customized", "exponential") and parts and parts[-1].endswith("retry_policy"):
+            continue  # pydantic's discriminator tag is not a key the user wrote
+        else:
+            parts.append(("." if parts else "") + str(item))
+    return "".join(parts) or "(top level)"
+
+
+def _describe(exc: ValidationError, origin: str, prefix: tuple[str, ...] = ()) -> str:
+    problems = []
+    for err in exc.errors():
+        msg = err["msg"].removeprefix("Value error, ")
+        if err["type"] == "extra_forbidden":
+            msg = "unknown key"
+        elif err["type"] == "missing":
+            msg = "required key is missing"
+        problems.append(f"{_key_path((*prefix, *err['loc']))}: {msg}")
+    return f"invalid config {origin}: " + "; ".join(problems)
+
+
+def parse_config(data: Any, origin: str = "(inline)") -> Config:
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise ConfigError(f"invalid config {origin}: the top level must be a mapping, got {type(data).__name__}")
+    try:
+        config = Config.model_validate(data)
+    except ValidationError as exc:
+        raise ConfigError(_describe(exc, origin)) from None
+    for section, model in _section_models():
+        try:
+            model.model_validate(getattr(config, section))
+        except ValidationError as exc:
+            raise ConfigError(_describe(exc, origin, (section,))) from None
+    return config
+
+
+def _section_models() -> list[tuple[str, type[BaseModel]]]:
+    # Imported late: those modules import this one, and only need pydantic and yaml themselves.
+    models: list[tuple[str, type[BaseModel]]] = []
+    try:
+        from rocketmq_retry.airflow.settings import AirflowSettings
+
+        models.append(("airflow", AirflowSettings))
+    except ImportError:
+        pass
+    try:
+        from rocketmq_retry.validation.settings import ValidationSettings
+
+        models.append(("validation", ValidationSettings))
+    except ImportError:
+        pass
+    return models
+
+
+def resolve_config_path(path: str | os.PathLike[str] | None) -> pathlib.Path | None:
+    if path:
+        return pathlib.Path(path)
+    env = os.environ.get(CONFIG_ENV)
+    return pathlib.Path(env) if env else None
+
+
+def load_config(path: str | os.PathLike[str] | None = None) -> Config:
+    """Load ``path``, else ``$ROCKETMQ_RETRY_CONFIG``, else the defaults."""
+    resolved = resolve_config_path(path)
+    if resolved is None:
+        return Config()
+    try:
+        text = resolved.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError(f"config file not found: {resolved}") from None
+    except OSError as exc:
+        raise ConfigError(f"cannot read config file {resolved}: {exc.strerror}") from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        problem = getattr(exc, "problem", None) or str(exc)
+        raise ConfigError(f"invalid YAML in {resolved}{where}: {problem}") from None
+    return parse_config(data, str(resolved))

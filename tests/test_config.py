@@ -1,0 +1,143 @@
+"""Configuration: documented defaults, strict keys with their path in the message, env var and file handling."""
+
+from __future__ import annotations
+
+import pathlib
+
+import pytest
+
+from rocketmq_retry.config import CONFIG_ENV, FORMAT_NAMES, load_config, parse_config
+from rocketmq_retry.engine.model import ConsumeMode, CustomizedPolicy, ExponentialPolicy, MessageModel, Protocol
+from rocketmq_retry.errors import ConfigError
+
+
+def test_empty_file_gives_documented_defaults(tmp_path: pathlib.Path) -> None:
+    path = tmp_path / "empty.yaml"
+    path.write_text("")
+    cfg = load_config(path)
+    assert cfg.timezone == "Asia/Shanghai"
+    assert cfg.brokers["default"].version == "4.9.4"
+    assert cfg.brokers["default"].message_delay_level == "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h"
+    assert cfg.sources == []
+    assert cfg.compensation.ledger_url == "sqlite:///{warehouse}/compensation.db"
+    assert cfg.compensation.lease_seconds == 300
+    assert cfg.compensation.max_attempts == 5
+    assert [(r.topic, r.group, r.handler) for r in cfg.compensation.routes] == [("*", "*", "log-only")]
+
+
+def test_unlisted_group_gets_all_defaults() -> None:
+    policy = parse_config({}).group_policy("GID_anything")
+    assert policy.group == "GID_anything"
+    assert policy.broker_major == 4
+    assert policy.delay_levels.max_level == 18
+    assert (policy.protocol, policy.consume_mode, policy.message_model) == (
+        Protocol.REMOTING,
+        ConsumeMode.CONCURRENTLY,
+        MessageModel.CLUSTERING,
+    )
+    assert (policy.max_reconsume_times, policy.retry_max_times, policy.suspend_current_queue_time_millis) == (
+        -1,
+        16,
+        1000,
+    )
+    # Without `next`, CustomizedRetryPolicy keeps its built-in list, whatever the broker's messageDelayLevel (§5.1).
+    assert policy.retry_policy == CustomizedPolicy(next_ms=())
+
+
+def test_group_resolves_its_broker_and_policy() -> None:
+    cfg = parse_config(
+        {
+            "brokers": {"fast": {"version": "5.2.0", "message_delay_level": "1s 2s 3s"}},
+            "groups": {
+                "g": {
+                    "broker": "fast",
+                    "protocol": "grpc",
+                    "retry_max_times": 3,
+                    "retry_policy": {"type": "exponential", "initial": 1000, "max": 60000, "multiplier": 3},
+                }
+            },
+        }
+    )
+    policy = cfg.group_policy("g")
+    assert policy.broker_major == 5
+    assert policy.delay_levels.levels_ms == (1000, 2000, 3000)
+    assert policy.retry_policy == ExponentialPolicy(initial_ms=1000, max_ms=60000, multiplier=3.0)
+    assert "default" in cfg.brokers  # unlisted groups still resolve
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        ({"bogus": 1}, "bogus: unknown key"),
+        ({"groups": {"g": {"max_reconsume_time": 3}}}, "groups.g.max_reconsume_time: unknown key"),
+        ({"sources": [{"format": "broker", "path": "x", "zone": "UTC"}]}, "sources[0].zone: unknown key"),
+        ({"sources": [{"format": "broker"}]}, "sources[0].path: required key is missing"),
+        ({"sources": [{"format": "log4j", "path": "x"}]}, "sources[0].format: Input should be 'rocketmq-client-4x'"),
+        (
+            {"brokers": {"default": {"message_delay_level": "1s  2s"}}},
+            "brokers.default.message_delay_level: level 2 ('') of messageDelayLevel '1s  2s': empty entry",
+        ),
+        (
+            {"brokers": {"default": {"message_delay_level": "1s 2w"}}},
+            "brokers.default.message_delay_level: level 2 ('2w') of messageDelayLevel '1s 2w': unknown unit 'w'",
+        ),
+        ({"brokers": {"default": {"version": "3.2.6"}}}, "brokers.default.version: broker version '3.2.6'"),
+        ({"groups": {"g": {"broker": "nope"}}}, "groups.g.broker 'nope' is not defined in brokers"),
+        ({"groups": {"g": {"protocol": "grpc"}}}, "groups.g: protocol grpc needs a 5.x broker, but broker 'default'"),
+        ({"groups": {"g": {"consume_mode": "pop"}}}, "groups.g: consume_mode pop needs a 5.x broker"),
+        ({"airflow": {"landing_rot": "/data"}}, "airflow.landing_rot: unknown key"),
+        ({"validation": {"severities": 3}}, "validation.severities:"),
+        ({"timezone": "Mars/Olympus"}, "timezone: unknown time zone 'Mars/Olympus'"),
+        ({"groups": {"g": {"retry_policy": {"type": "exponential", "step": 2}}}}, "groups.g.retry_policy.step"),
+        ({"compensation": {"routes": [{"handler": "refund"}]}}, "routes[0].handler 'refund' is not defined"),
+        ({"compensation": {"handlers": {"h": {"type": "http"}}}}, "an http handler needs 'url' or 'conn_id'"),
+    ],
+)
+def test_invalid_config_names_key_and_problem(data: dict[str, object], message: str) -> None:
+    with pytest.raises(ConfigError) as err:
+        parse_config(data, "cfg.yaml")
+    assert str(err.value).startswith("invalid config cfg.yaml: ")
+    assert message in str(err.value)
+
+
+def test_env_var_is_honoured_and_flag_wins(tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    env_file = tmp_path / "env.yaml"
+    env_file.write_text("timezone: UTC\n")
+    flag_file = tmp_path / "flag.yaml"
+    flag_file.write_text("timezone: Europe/Berlin\n")
+    monkeypatch.setenv(CONFIG_ENV, str(env_file))
+    assert load_config().timezone == "UTC"
+    assert load_config(flag_file).timezone == "Europe/Berlin"
+    monkeypatch.delenv(CONFIG_ENV)
+    assert load_config().timezone == "Asia/Shanghai"
+
+
+def test_missing_file_and_bad_yaml_are_clear(tmp_path: pathlib.Path) -> None:
+    with pytest.raises(ConfigError, match=r"config file not found: .*nope\.yaml"):
+        load_config(tmp_path / "nope.yaml")
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("groups:\n  g: [unclosed\n")
+    with pytest.raises(ConfigError, match=r"invalid YAML in .*bad\.yaml at line 3"):
+        load_config(bad)
+    scalar = tmp_path / "scalar.yaml"
+    scalar.write_text("just a string\n")
+    with pytest.raises(ConfigError, match="the top level must be a mapping, got str"):
+        load_config(scalar)
+
+
+def test_source_glob_substitutes_date() -> None:
+    cfg = parse_config({"sources": [{"format": "trace", "path": "traces/{ds}/*trace*", "timezone": "UTC"}]})
+    assert cfg.sources[0].glob_for("2026-11-20") == "traces/2026-11-20/*trace*"
+
+
+def test_format_names_are_the_fixed_design_list() -> None:
+    assert FORMAT_NAMES == (
+        "rocketmq-client-4x",
+        "rocketmq-client-5x",
+        "rocketmq-grpc-client",
+        "spring-listener",
+        "broker",
+        "broker-stats",
+        "trace",
+        "message-dump",
+    )
