@@ -1,0 +1,249 @@
+"""The retry engine's vocabulary: consumer-group policies, failed deliveries and the hops they lead to.
+
+Names follow RocketMQ's own (delay level, reconsume times, send-back, DLQ). Section marks (§) refer to
+``shared/reference/rocketmq-retry-spec.md``. This module is plain data: no rule lives here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+from rocketmq_retry.engine.delay_levels import DelayLevelTable
+
+# §2.4 topic names
+RETRY_TOPIC_PREFIX = "%RETRY%"
+DLQ_TOPIC_PREFIX = "%DLQ%"
+SCHEDULE_TOPIC = "SCHEDULE_TOPIC_XXXX"
+TRACE_TOPIC = "RMQ_SYS_TRACE_TOPIC"
+CLIENT_INNER_PRODUCER_GROUP = "CLIENT_INNER_PRODUCER"
+INTEGER_MAX_VALUE = 2**31 - 1
+# ProxyConfig.minInvisibleTimeMillsForRecv / maxInvisibleTimeMills (§5.5), both bounds inclusive.
+MIN_INVISIBLE_TIME_MS_FOR_RECV = 10_000
+MAX_INVISIBLE_TIME_MS = 12 * 3_600_000
+
+
+def retry_topic(group: str) -> str:
+    """``MixAll.getRetryTopic`` (§2.4)."""
+    return RETRY_TOPIC_PREFIX + group
+
+
+def dlq_topic(group: str) -> str:
+    """``MixAll.getDLQTopic`` (§2.4)."""
+    return DLQ_TOPIC_PREFIX + group
+
+
+def pop_retry_topic(group: str, topic: str, v2: bool = False) -> str:
+    """``KeyBuilder.buildPopRetryTopicV1/V2`` (§2.4): ``%RETRY%<group>_<topic>`` or ``%RETRY%<group>+<topic>``."""
+    return f"{RETRY_TOPIC_PREFIX}{group}{'+' if v2 else '_'}{topic}"
+
+
+class Protocol(StrEnum):
+    REMOTING = "remoting"
+    GRPC = "grpc"
+
+
+class ConsumeMode(StrEnum):
+    CONCURRENTLY = "concurrently"
+    ORDERLY = "orderly"
+    POP = "pop"
+    SIMPLE = "simple"
+
+
+class MessageModel(StrEnum):
+    CLUSTERING = "clustering"
+    BROADCASTING = "broadcasting"
+
+
+class ConsumeOutcome(StrEnum):
+    """How one delivery ended, as the listener/client saw it (§1.2, §4, §5.3)."""
+
+    SUCCESS = "SUCCESS"
+    RECONSUME_LATER = "RECONSUME_LATER"  # concurrent listener returned RECONSUME_LATER (trace code 4)
+    EXCEPTION = "EXCEPTION"  # listener threw (trace code 2); status becomes null -> RECONSUME_LATER
+    RETURN_NULL = "RETURN_NULL"  # listener returned null (trace code 3)
+    SUSPEND = "SUSPEND"  # orderly SUSPEND_CURRENT_QUEUE_A_MOMENT (or null/ROLLBACK, §4)
+    TIMEOUT = "TIMEOUT"  # still consuming after consumeTimeout: cleanExpireMsg sends it back at level 3 (§1.6)
+
+
+class SendBackFault(StrEnum):
+    """What went wrong on the client's send-back path (§1.4)."""
+
+    NONE = "NONE"
+    RPC_FAILED = "RPC_FAILED"  # CONSUMER_SEND_MSG_BACK failed; the internal producer re-published with 3 + r
+    RPC_AND_FALLBACK_FAILED = "RPC_AND_FALLBACK_FAILED"  # both failed: local resubmit after 5000 ms (§1.3)
+
+
+class HopAction(StrEnum):
+    """What happens after a failed delivery."""
+
+    SCHEDULED_RETRY = "SCHEDULED_RETRY"  # send-back -> SCHEDULE_TOPIC_XXXX level d -> %RETRY%<group> (§2.2, §3.2)
+    REPUBLISHED_RETRY = "REPUBLISHED_RETRY"  # send-back RPC failed; fallback re-publish to %RETRY% with 3 + r (§1.4)
+    LOCAL_RESUBMIT = "LOCAL_RESUBMIT"  # send-back and fallback failed: same client retries in 5 s (§1.3)
+    ORDERLY_SUSPEND = "ORDERLY_SUSPEND"  # orderly: local re-consume after the suspend time (§4)
+    INVISIBLE_RETRY = "INVISIBLE_RETRY"  # POP / gRPC: message becomes visible again after a delay (§1.7, §5.3)
+    FIFO_LOCAL_RETRY = "FIFO_LOCAL_RETRY"  # gRPC FIFO: the SDK re-consumes locally after the policy delay (§5.3)
+    DEAD_LETTER = "DEAD_LETTER"  # the copy goes to %DLQ%<group>
+    DROPPED = "DROPPED"  # nothing will ever deliver it again (broadcasting, retryQueueNums <= 0, POP over max)
+
+
+class FinalState(StrEnum):
+    DEAD_LETTERED = "DEAD_LETTERED"
+    DROPPED = "DROPPED"
+    RETRYING_FOREVER = "RETRYING_FOREVER"
+    CONSUMED = "CONSUMED"
+
+
+@dataclass(frozen=True)
+class ExponentialPolicy:
+    """5.x ``ExponentialRetryPolicy`` (broker) / ``ExponentialBackoffRetryPolicy`` shape (§5.1)."""
+
+    initial_ms: int = 5_000
+    max_ms: int = 7_200_000
+    multiplier: float = 2.0
+
+
+@dataclass(frozen=True)
+class CustomizedPolicy:
+    """5.x ``CustomizedRetryPolicy.next`` (§5.1).
+
+    Empty means the class's own built-in ``next`` (1s 5s 10s 30s 1m … 1h 2h, 18 entries). That list is a constant in
+    ``CustomizedRetryPolicy``, not read from the broker's ``messageDelayLevel``, so a broker with a custom delay table
+    still hands gRPC consumers the stock durations.
+    """
+
+    next_ms: tuple[int, ...] = ()
+
+
+RetryPolicy = ExponentialPolicy | CustomizedPolicy
+
+
+@dataclass(frozen=True)
+class GroupPolicy:
+    """Everything the engine needs to know about one consumer group, with RocketMQ's defaults (§1.1, §2.4)."""
+
+    group: str
+    broker_major: int = 4  # 4 -> 4.x rules, 5 -> 5.x rules
+    delay_levels: DelayLevelTable = field(default_factory=DelayLevelTable.default)
+    protocol: Protocol = Protocol.REMOTING
+    consume_mode: ConsumeMode = ConsumeMode.CONCURRENTLY
+    message_model: MessageModel = MessageModel.CLUSTERING
+    max_reconsume_times: int = -1  # the client's setting; -1 = the mode's default (§1.4, §4)
+    # SubscriptionGroupConfig.retryMaxTimes: gRPC maxAttempts = this + 1 (§5.2). Remoting consumers (POP included,
+    # §1.7) send their own maxReconsumeTimes, which wins over this on the broker (§2.2 step 9).
+    retry_max_times: int = 16
+    retry_queue_nums: int = 1  # SubscriptionGroupConfig.retryQueueNums; <= 0 silently drops send-backs (§2.2)
+    suspend_current_queue_time_millis: int = 1000  # orderly (§4)
+    consume_timeout_minutes: int = 15  # §1.1
+    pop_invisible_time_ms: int = 60_000  # §1.1 (remoting POP)
+    retry_policy: RetryPolicy = field(default_factory=CustomizedPolicy)
+    # SimpleConsumer.receive(…, invisibleDuration) (§5.5); the proxy refuses values outside [10 s, 12 h]. The SDK
+    # has no default (receive takes it as an argument); 15 s is what rocketmq-clients' SimpleConsumerExample passes.
+    invisible_duration_ms: int = 15_000
+    # BrokerConfig.enableRetryTopicV2 (§2.4): pop retry topics use '+' instead of '_'.
+    enable_retry_topic_v2: bool = False
+
+    def __post_init__(self) -> None:
+        if self.broker_major not in (4, 5):
+            raise ValueError(f"broker_major must be 4 or 5 (the rule sets the engine knows), got {self.broker_major}")
+        if not MIN_INVISIBLE_TIME_MS_FOR_RECV <= self.invisible_duration_ms <= MAX_INVISIBLE_TIME_MS:
+            # GrpcValidator.validateInvisibleTime: ILLEGAL_INVISIBLE_TIME "the invisibleTime is too small/large" (§5.5)
+            raise ValueError(
+                f"invisible_duration_ms {self.invisible_duration_ms} is outside the proxy's bounds "
+                f"[{MIN_INVISIBLE_TIME_MS_FOR_RECV}, {MAX_INVISIBLE_TIME_MS}] ms (10 s .. 12 h, §5.5)"
+            )
+
+
+@dataclass(frozen=True)
+class FailedDelivery:
+    """One delivery of a message to a consumer of ``group`` that did not succeed.
+
+    ``reconsume_times`` is ``MessageExt.getReconsumeTimes()`` of this delivery (0 = first delivery).
+    ``failed_at_ms`` is when the client acted on the failure (epoch ms).
+    """
+
+    reconsume_times: int
+    failed_at_ms: int = 0
+    outcome: ConsumeOutcome = ConsumeOutcome.RECONSUME_LATER
+    original_topic: str = ""
+    delay_level_when_next_consume: int = 0  # ConsumeConcurrentlyContext override (§1.5)
+    send_back_fault: SendBackFault = SendBackFault.NONE
+    born_at_ms: int = 0  # remoting POP's "too many times" check uses the born time (§1.7)
+    # reconsumeTimes of the copy the broker holds, when earlier retries were local only (LOCAL_RESUBMIT, orderly,
+    # gRPC FIFO) and the client's counter ran ahead of it; None = the same as reconsume_times. The broker's DLQ
+    # check and 3 + r use this value, the client's fallback re-publish uses reconsume_times (§1.3, §1.4, §2.2).
+    stored_reconsume_times: int | None = None
+    # Offset msgId of the stored copy that was delivered (what the broker's msgExt.getMsgId() returns, §2.5).
+    offset_msg_id: str | None = None
+    # UNIQ_KEY, i.e. the client-side getMsgId() (§2.5).
+    uniq_key: str | None = None
+    # ORIGIN_MESSAGE_ID already on the delivered copy (set by an earlier hop), if any (§2.2 step 11).
+    origin_message_id: str | None = None
+    # ConsumeOrderlyContext.suspendCurrentQueueTimeMillis; -1 = the consumer's setting (§4).
+    suspend_current_queue_time_millis: int = -1
+    # When a pop-based consumer received the message; its invisible time runs from here (§5.5). None = failed_at_ms.
+    delivered_at_ms: int | None = None
+
+    @property
+    def broker_reconsume_times(self) -> int:
+        return self.reconsume_times if self.stored_reconsume_times is None else self.stored_reconsume_times
+
+
+@dataclass(frozen=True)
+class NextHop:
+    """The engine's answer for a failed delivery: what happens next, where, and when.
+
+    ``topic`` is where the copy waits or is delivered from: ``SCHEDULE_TOPIC_XXXX`` for every copy that carries a
+    delay level (broker send-back retries, fallback re-publishes to ``%RETRY%<group>`` — the store rewrites those
+    too, §3.2 — and the 4.x DLQ-bound re-publish), the pop retry topic, ``%DLQ%<group>``, or the business topic for
+    local retries; ``None`` when the message goes nowhere (DROPPED).
+    ``destination_topic`` is where the copy ends up (``REAL_TOPIC`` for schedule-topic copies).
+    ``delay_level`` is the level the store actually uses (clamped, §3.2); ``requested_delay_level`` the one asked for.
+    ``reconsume_times`` is that of the next copy: the next delivery's, or the DLQ copy's (or, for DROPPED, of the
+    copy that is dropped). ``stored_reconsume_times`` is set for local retries, whose counter lives only in the
+    client (§1.3, §4, §5.3): the broker's copy still carries this value.
+    ``ready_at_ms`` is when the next delivery can happen (or when the DLQ copy is stored / the drop takes effect).
+    ``rule`` names the reference section the decision comes from.
+    """
+
+    action: HopAction
+    topic: str | None
+    queue_id: int | None
+    delay_level: int | None
+    delay_ms: int
+    ready_at_ms: int
+    reconsume_times: int
+    properties: dict[str, str] = field(default_factory=dict)
+    rule: str = ""
+    # The copy passes through SCHEDULE_TOPIC_XXXX (queue level-1). Includes the 4.x quirk (§2.3, §12): a DLQ-bound
+    # re-publish still waits there with REAL_TOPIC=%DLQ%<group>.
+    via_schedule_topic: bool = False
+    destination_topic: str | None = None
+    requested_delay_level: int | None = None
+    stored_reconsume_times: int | None = None
+
+    @property
+    def terminal(self) -> bool:
+        return self.action in (HopAction.DEAD_LETTER, HopAction.DROPPED)
+
+
+@dataclass(frozen=True)
+class PathStep:
+    """One retry along an expected path (``hop`` is 1-based: hop k is the k-th retry)."""
+
+    hop: int
+    failed_reconsume_times: int
+    next: NextHop
+    cumulative_ms: int
+
+
+@dataclass(frozen=True)
+class ExpectedPath:
+    """The whole expected path of a message that fails every time (or as a scenario dictates)."""
+
+    group: str
+    steps: tuple[PathStep, ...]
+    final: FinalState
+    final_topic: str | None
+    deliveries: int  # total deliveries including the first; for RETRYING_FOREVER, those listed
+    truncated: bool = False  # RETRYING_FOREVER paths are cut after a limit
