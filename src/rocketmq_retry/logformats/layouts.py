@@ -1,0 +1,126 @@
+"""Line layouts of every text format (reference §6.1, §6.4, §12; samples/rocketmq-4.9.4).
+
+For each format: how one event is rendered (prefix, message, throwable, line end) and a regex over one physical
+line that the Spark parser uses to split a file into entries. A physical line that does not match its format's
+``*_LINE_RE`` is a continuation of the previous entry (stack frames, ``Caused by:``, FAQ hints).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from rocketmq_retry.logformats.java import abbreviate_logger, pad_truncate_left
+from rocketmq_retry.logformats.timefmt import BROKER_TS, CLIENT_4X_TS, CLIENT_5X_TS, SPRING_TS
+
+CRLF = "\r\n"
+LF = "\n"
+
+# --- rocketmq-client-4x -------------------------------------------------------------------------------------
+# ClientLogger / LoggingBuilder.DefaultLayout (§6.1): "<ts> <LEVEL> <loggerName> - <msg>\r\n", level not padded.
+# The throwable follows line by line, each line ending in \r\n, and its text (Throwable.printStackTrace split on
+# line breaks) ends with an empty line: every stack trace in samples/…/client is followed by a bare "\r\n".
+CLIENT_4X_LINE_ENDING = CRLF
+CLIENT_4X_LOGGERS = ("RocketmqClient", "RocketmqCommon", "RocketmqRemoting")
+CLIENT_4X_LINE_RE = (
+    r"^(?P<ts>" + CLIENT_4X_TS.regex + r") (?P<level>TRACE|DEBUG|INFO|WARN|ERROR) (?P<logger>\S+) - (?P<msg>.*?)\r?$"
+)
+
+
+def render_client_4x(ts: str, level: str, logger: str, message: str, throwable: Sequence[str] = ()) -> str:
+    out = f"{ts} {level} {logger} - {message}\r\n"
+    if throwable:
+        out += "\r\n".join(throwable) + "\r\n\r\n"
+    return out
+
+
+# --- rocketmq-client-5x and rocketmq-grpc-client ------------------------------------------------------------
+# rmq.client.logback.xml / gRPC SDK logback.xml (§6.1):
+#   %d{yyy-MM-dd HH:mm:ss.SSS,GMT+8} %-5p [%pid] [%t] [%logger{12}#%M:%L] - %m%n
+# A shipped 5.2.0 client prints the location as "#?:?" (no caller data, §12); parsers accept both shapes.
+CLIENT_5X_PATTERN = "%d{yyy-MM-dd HH:mm:ss.SSS,GMT+8} %-5p [%pid] [%t] [%logger{12}#%M:%L] - %m%n"
+CLIENT_5X_LINE_ENDING = LF
+UNKNOWN_LOCATION = "?:?"
+CLIENT_5X_LINE_RE = (
+    r"^(?P<ts>"
+    + CLIENT_5X_TS.regex
+    + r") (?P<level>TRACE|DEBUG|INFO |WARN |ERROR) \[(?P<pid>\d+)\] \[(?P<thread>[^\]]*)\] "
+    r"\[(?P<logger>[^\]#]+)#(?P<location>[^\]]*)\] - (?P<msg>.*)$"
+)
+GRPC_CLIENT_LINE_RE = CLIENT_5X_LINE_RE
+
+
+def render_client_5x(
+    ts: str,
+    level: str,
+    pid: int,
+    thread: str,
+    logger_fqcn: str,
+    message: str,
+    throwable: Sequence[str] = (),
+    location: str = UNKNOWN_LOCATION,
+) -> str:
+    """One 5.x client / gRPC SDK entry; ``location`` is ``method:line`` or ``?:?``. Logback ends lines with ``\\n``."""
+    out = f"{ts} {level:<5} [{pid}] [{thread}] [{abbreviate_logger(logger_fqcn, 12)}#{location}] - {message}\n"
+    if throwable:
+        out += "\n".join(throwable) + "\n"
+    return out
+
+
+# --- broker (broker.log, broker_default.log, store.log) -----------------------------------------------------
+# rmq.broker.logback.xml / logback_broker.xml: %d{yyy-MM-dd HH:mm:ss,GMT+8} %p %t - %m%n (§6.1).
+BROKER_PATTERN = "%d{yyy-MM-dd HH:mm:ss,GMT+8} %p %t - %m%n"
+BROKER_LINE_ENDING = LF
+BROKER_LINE_RE = (
+    r"^(?P<ts>" + BROKER_TS.regex + r") (?P<level>TRACE|DEBUG|INFO|WARN|ERROR) (?P<thread>\S+) - (?P<msg>.*)$"
+)
+
+
+def render_broker(ts: str, level: str, thread: str, message: str, throwable: Sequence[str] = ()) -> str:
+    out = f"{ts} {level} {thread} - {message}\n"
+    if throwable:
+        out += "\n".join(throwable) + "\n"
+    return out
+
+
+# --- broker-stats (stats.log) -------------------------------------------------------------------------------
+# RocketmqStats appender: %d{yyy-MM-dd HH:mm:ss,GMT+8} %p - %m%n (no thread, §6.1).
+STATS_PATTERN = "%d{yyy-MM-dd HH:mm:ss,GMT+8} %p - %m%n"
+STATS_LINE_RE = r"^(?P<ts>" + BROKER_TS.regex + r") (?P<level>INFO|WARN|ERROR) - (?P<msg>.*)$"
+
+
+def render_stats(ts: str, message: str, level: str = "INFO") -> str:
+    return f"{ts} {level} - {message}\n"
+
+
+# --- spring-listener ----------------------------------------------------------------------------------------
+# Spring Boot 3.x default file pattern (logback defaults.xml, no correlation id, no application-name group):
+#   %d{yyyy-MM-dd'T'HH:mm:ss.SSSXXX} %5p ${PID} --- [%t] %-40.40logger{39} : %m%n%wEx
+# %wEx puts an empty line before and after the stack trace.
+SPRING_PATTERN = "%d{yyyy-MM-dd'T'HH:mm:ss.SSSXXX} %5p ${PID} --- [%t] %-40.40logger{39} : %m%n%wEx"
+SPRING_LINE_ENDING = LF
+SPRING_CONTAINER_LOGGER = "org.apache.rocketmq.spring.support.DefaultRocketMQListenerContainer"
+SPRING_LINE_RE = (
+    r"^(?P<ts>"
+    + SPRING_TS.regex
+    + r") +(?P<level>TRACE|DEBUG|INFO|WARN|ERROR) (?P<pid>\d+) --- \[(?P<thread>[^\]]*)\] "
+    r"(?P<logger>\S+) *: (?P<msg>.*)$"
+)
+
+
+def spring_logger_field(logger_fqcn: str) -> str:
+    """``%-40.40logger{39}``: e.g. ``a.r.s.s.DefaultRocketMQListenerContainer`` (abbreviated, then cut to 40)."""
+    return pad_truncate_left(abbreviate_logger(logger_fqcn, 39), 40)
+
+
+def render_spring(
+    ts: str, level: str, pid: int, thread: str, logger_fqcn: str, message: str, throwable: Sequence[str] = ()
+) -> str:
+    out = f"{ts} {level:>5} {pid} --- [{thread}] {spring_logger_field(logger_fqcn)} : {message}\n"
+    if throwable:
+        out += "\n" + "\n".join(throwable) + "\n\n"
+    return out
+
+
+def java_stack(exception: str, frames: Sequence[str]) -> list[str]:
+    """``Throwable.printStackTrace`` lines: the ``toString()`` line then ``\\tat frame`` lines."""
+    return [exception, *("\tat " + f for f in frames)]

@@ -1,0 +1,115 @@
+"""One simulation run: build the landing in a temp directory, write logs, dumps and ground truth, then commit."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+
+from rocketmq_retry.config import Config
+from rocketmq_retry.simulate import world
+from rocketmq_retry.simulate.output import Landing
+from rocketmq_retry.simulate.scenario import Settings
+from rocketmq_retry.simulate.sim import CLIENT_4X, CLIENT_5X, GRPC, Simulator
+
+TRUTH_DIR = "_truth"
+
+
+@dataclass
+class Summary:
+    lines: int
+    files: int
+    messages: int
+    lifecycles: int
+    seconds: float
+    final_states: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def lines_per_second(self) -> float:
+        return self.lines / self.seconds if self.seconds > 0 else 0.0
+
+
+def simulate(config: Config, settings: Settings) -> Summary:
+    started = time.perf_counter()
+    landing = Landing(settings.out, settings.force)
+    try:
+        sim = Simulator(config, settings, landing.tmp)
+        sim.run()
+        files = sim.sinks.close()
+        files += world.write_dumps(landing.tmp, list(sim.brokers.values()), world.ALL_DUMPS)
+        sim.finish_truth()
+        files += sim.truth.write(landing.tmp / TRUTH_DIR)
+        states = Counter(row[23] for row in sim.truth.lifecycles)
+        elapsed = time.perf_counter() - started
+        dump_lines = sum(len(copies) for b in sim.brokers.values() for copies in b.dumps.values())
+        summary = Summary(
+            lines=sim.sinks.lines + dump_lines,  # every line of every format (logs, trace export, message dumps)
+            files=len(files),
+            messages=settings.messages,
+            lifecycles=len(sim.lifecycles),
+            seconds=elapsed,
+            final_states=dict(sorted(states.items())),
+        )
+        _write_manifest(landing, sim, settings, summary)
+        landing.commit()
+        return summary
+    except BaseException:
+        landing.abort()
+        raise
+
+
+def suggested_sources(sim: Simulator) -> list[dict[str, str]]:
+    """``sources:`` entries matching this landing's layout (host directories per client family)."""
+    out: list[dict[str, str]] = []
+    hosts: dict[str, list[str]] = {CLIENT_4X: [], CLIENT_5X: [], GRPC: [], "spring": []}
+    for inst in sim._all_instances():
+        hosts[inst.kind].append(inst.host.name)
+        if inst.app == "spring":
+            hosts["spring"].append(inst.host.name)
+    for h in sorted(set(hosts[CLIENT_4X])):
+        out.append({"format": "rocketmq-client-4x", "path": f"{h}/logs/rocketmqlogs/rocketmq_client*.log*",
+                    "timezone": sim.zone4x})  # fmt: skip
+    for h in sorted(set(hosts[CLIENT_5X])):
+        out.append({"format": "rocketmq-client-5x", "path": f"{h}/logs/rocketmqlogs/**/rocketmq_client*.log*"})
+    if hosts[GRPC]:
+        out.append({"format": "rocketmq-grpc-client", "path": "*/logs/rocketmq/rocketmq-client*.log*"})
+    if hosts["spring"]:
+        out.append({"format": "spring-listener", "path": "*/logs/app.log*", "timezone": sim.zone_app})
+    out.append({"format": "broker", "path": "rmq-broker-*/logs/rocketmqlogs/**/broker*.log*"})
+    out.append({"format": "broker-stats", "path": "rmq-broker-*/logs/rocketmqlogs/**/stats*.log*"})
+    out.append({"format": "trace", "path": "trace/*.trace*"})
+    out.append({"format": "message-dump", "path": "dumps/*.jsonl*"})
+    return out
+
+
+def _write_manifest(landing: Landing, sim: Simulator, settings: Settings, summary: Summary) -> None:
+    folder = landing.tmp / TRUTH_DIR
+    manifest = {
+        "date": settings.date.isoformat(),
+        "seed": settings.seed,
+        "messages": settings.messages,
+        "timezone": sim.zone,
+        "client4x_timezone": sim.zone4x,
+        "app_timezone": sim.zone_app,
+        "lines": summary.lines,
+        "lifecycles": summary.lifecycles,
+        "final_states": summary.final_states,
+        "groups": {
+            g.name: {
+                "client": g.kind,
+                "app": g.scenario.app,
+                "topic": g.scenario.topic,
+                "hosts": [i.host.name for i in g.instances],
+                "max_reconsume_times": g.max_reconsume,
+            }
+            for g in sim.groups
+        },
+        "files": {
+            str(p.relative_to(landing.tmp)): sim.sinks.files[str(p.relative_to(landing.tmp))].lines
+            for p in sorted(landing.tmp.rglob("*"))
+            if p.is_file() and str(p.relative_to(landing.tmp)) in sim.sinks.files
+        },
+        "sources": suggested_sources(sim),
+    }
+    (folder / "manifest.json").write_text(json.dumps(manifest, indent=2, sort_keys=False) + "\n", encoding="utf-8")

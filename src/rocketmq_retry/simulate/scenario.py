@@ -1,0 +1,172 @@
+"""What the simulator is asked to play: run settings (the CLI knobs) and, per consumer group, the listener's
+behaviour. Retry *rules* are not here: every decision after a failed delivery comes from the engine.
+
+A scenario file (``--scenario F``, YAML) may set per-group listener behaviour; groups it does not mention get
+the run's failure mix. Shape::
+
+    groups:
+      GID_refund_validator: {topic: REFUND_REQUESTED, tags: refund, app: plain, delay_level: -1,
+                             behaviour: {always: 1.0}, failure_kinds: {later: 1.0}}
+      GID_cache_node: {topic: CACHE_INVALIDATE, instances: 2}
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import pathlib
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+import yaml
+
+from rocketmq_retry.errors import UserError
+
+BEHAVIOURS = ("ok", "always", "sometimes", "until")
+FAILURE_KINDS = ("later", "exception", "null")
+APPS = ("plain", "spring")
+
+DEFAULT_BEHAVIOUR = {"ok": 0.80, "always": 0.06, "sometimes": 0.08, "until": 0.06}
+DEFAULT_FAILURE_KINDS = {"later": 0.5, "exception": 0.35, "null": 0.15}
+
+
+def parse_mix(text: str, names: tuple[str, ...], what: str) -> dict[str, float]:
+    """``"ok=0.8,always=0.1"`` → normalised weights over ``names`` (missing names weigh 0)."""
+    weights = dict.fromkeys(names, 0.0)
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        name, sep, value = part.partition("=")
+        if not sep or name.strip() not in weights:
+            raise UserError(f"{what}: expected name=weight with name in {', '.join(names)}, got {part!r}")
+        try:
+            weights[name.strip()] = float(value)
+        except ValueError:
+            raise UserError(f"{what}: weight of {name.strip()!r} is not a number: {value!r}") from None
+    return _normalise(weights, what)
+
+
+def _normalise(weights: dict[str, float], what: str) -> dict[str, float]:
+    total = sum(weights.values())
+    if total <= 0 or any(v < 0 for v in weights.values()):
+        raise UserError(f"{what}: weights must be >= 0 and not all 0")
+    return {k: v / total for k, v in weights.items()}
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Run knobs (DESIGN §7 ``simulate`` plus the simulator's own)."""
+
+    date: _dt.date
+    out: pathlib.Path
+    messages: int = 2000
+    seed: int = 1
+    behaviour: dict[str, float] = field(default_factory=lambda: dict(DEFAULT_BEHAVIOUR))
+    failure_kinds: dict[str, float] = field(default_factory=lambda: dict(DEFAULT_FAILURE_KINDS))
+    sometimes_fail_rate: float = 0.5  # per delivery, for "sometimes" lifecycles
+    until_max: int = 4  # "until" lifecycles succeed at a reconsumeTimes drawn from 1..until_max
+    send_back_fault_rate: float = 0.01  # CONSUMER_SEND_MSG_BACK fails (remoting concurrent)
+    fallback_fault_share: float = 0.3  # of those, the re-publish fails too (local resubmit)
+    timeout_rate: float = 0.002  # deliveries whose listener blocks past consumeTimeout
+    producer_fault_rate: float = 0.01  # send attempts that fail
+    noise: float = 1.0  # multiplier on periodic noise (heartbeats, offset persistence, stats)
+    trace: bool = True  # remoting clients enable message trace (Spring apps keep their default: off)
+    rotate_bytes: int = 32 * 1024 * 1024
+    gzip: bool = True
+    client4x_timezone: str | None = None  # JVM zone of 4.x clients; None = config timezone
+    app_timezone: str | None = None  # Spring applications' zone; None = config timezone
+    max_skew_ms: int = 250  # clock skew of application hosts against the broker
+    horizon_hours: float = 30.0  # simulate from the date's start to this many hours later
+    force: bool = False
+    progress: bool = False
+    scenario: dict[str, GroupScenario] = field(default_factory=dict)
+    groups: tuple[str, ...] = ()  # only these consumer groups of the config (empty: all)
+
+
+@dataclass(frozen=True)
+class GroupScenario:
+    """The listener side of one consumer group (what the simulator decides; the engine decides the rest)."""
+
+    group: str
+    topic: str
+    tags: str
+    key_prefix: str
+    app: str = "plain"  # plain | spring (rocketmq-spring's DefaultRocketMQListenerContainer)
+    instances: int = 1
+    delay_level: int = 0  # ConsumeConcurrentlyContext.delayLevelWhenNextConsume set by the listener (§1.5)
+    behaviour: dict[str, float] | None = None  # None = the run's mix
+    failure_kinds: dict[str, float] | None = None
+    share: float = 1.0  # fraction of the topic's messages this group receives (1.0: all)
+
+
+_WORD = re.compile(r"[A-Za-z0-9]+")
+
+
+def default_topic(group: str) -> str:
+    """``GID_order_reserve`` / ``order-consumer`` → ``ORDER_RESERVE`` / ``ORDER``: a stable, readable topic."""
+    words = [w for w in _WORD.findall(group) if w.upper() not in ("GID", "CID", "CONSUMER", "GROUP")]
+    return "_".join(w.upper() for w in words) or "BUSINESS_EVENTS"
+
+
+def default_scenario(group: str) -> GroupScenario:
+    topic = default_topic(group)
+    prefix = (topic.split("_")[0][:3] or "MSG").upper()
+    return GroupScenario(group=group, topic=topic, tags=topic.lower().split("_")[-1], key_prefix=prefix)
+
+
+def load_scenario(path: pathlib.Path) -> dict[str, GroupScenario]:
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    except FileNotFoundError:
+        raise UserError(f"scenario file not found: {path}") from None
+    except yaml.YAMLError as exc:
+        raise UserError(f"invalid YAML in scenario file {path}: {exc}") from None
+    if not isinstance(data, dict) or set(data) - {"groups"}:
+        raise UserError(f"scenario file {path}: the top level must be a mapping with only 'groups'")
+    out: dict[str, GroupScenario] = {}
+    for group, spec in (data.get("groups") or {}).items():
+        out[str(group)] = _group_scenario(str(group), spec or {}, f"{path}: groups.{group}")
+    return out
+
+
+def _group_scenario(group: str, spec: Any, where: str) -> GroupScenario:
+    if not isinstance(spec, dict):
+        raise UserError(f"{where}: expected a mapping")
+    known = {"topic", "tags", "key_prefix", "app", "instances", "delay_level", "behaviour", "failure_kinds", "share"}
+    unknown = sorted(set(spec) - known)
+    if unknown:
+        raise UserError(f"{where}.{unknown[0]}: unknown key")
+    base = default_scenario(group)
+    app = str(spec.get("app", base.app))
+    if app not in APPS:
+        raise UserError(f"{where}.app: expected one of {', '.join(APPS)}, got {app!r}")
+    behaviour = spec.get("behaviour")
+    kinds = spec.get("failure_kinds")
+    try:
+        instances = int(spec.get("instances", base.instances))
+        delay_level = int(spec.get("delay_level", 0))
+        share = float(spec.get("share", 1.0))
+    except (TypeError, ValueError) as exc:
+        raise UserError(f"{where}: {exc}") from None
+    if instances < 1 or not 0 < share <= 1:
+        raise UserError(f"{where}: instances must be >= 1 and share in (0, 1]")
+    return GroupScenario(
+        group=group,
+        topic=str(spec.get("topic", base.topic)),
+        tags=str(spec.get("tags", base.tags)),
+        key_prefix=str(spec.get("key_prefix", base.key_prefix)),
+        app=app,
+        instances=instances,
+        delay_level=delay_level,
+        behaviour=_weights(behaviour, BEHAVIOURS, f"{where}.behaviour") if behaviour is not None else None,
+        failure_kinds=_weights(kinds, FAILURE_KINDS, f"{where}.failure_kinds") if kinds is not None else None,
+        share=share,
+    )
+
+
+def _weights(value: Any, names: tuple[str, ...], where: str) -> dict[str, float]:
+    if not isinstance(value, dict) or set(value) - set(names):
+        raise UserError(f"{where}: expected a mapping over {', '.join(names)}")
+    try:
+        weights = {n: float(value.get(n, 0.0)) for n in names}
+    except (TypeError, ValueError) as exc:
+        raise UserError(f"{where}: {exc}") from None
+    return _normalise(weights, where)

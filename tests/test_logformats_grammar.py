@@ -1,0 +1,389 @@
+"""Each format's grammar against literal lines from the reference and the real 4.9.4 sample files."""
+
+from __future__ import annotations
+
+import json
+import pathlib
+import re
+
+import pytest
+
+from rocketmq_retry.logformats import java, layouts, statements, stats, timefmt, trace
+from rocketmq_retry.logformats.dump import DUMP_KEYS, REQUIRED_DUMP_KEYS, dump_line
+
+
+def _sample_lines(samples: pathlib.Path, rel: str) -> list[str]:
+    return (samples / rel).read_bytes().decode("utf-8").splitlines(keepends=True)
+
+
+# --- trace (§9 TraceDataEncoderTest, §7.2) -----------------------------------------------------------------------
+
+
+def test_pub_record_matches_trace_data_encoder_test() -> None:
+    expected = (
+        "Pub\u0001time\u0001DefaultRegion\u0001PID-test\u0001topic-test\u0001AC1415116D1418B4AAC217FE1B4E0000"
+        "\u0001Tags\u0001Keys\u0001127.0.0.1:10911\u000126\u0001245\u00010\u00010A9A002600002A9F0000000000002329"
+        "\u0001true\u0002"
+    )
+    got = trace.pub_record(
+        "time",  # type: ignore[arg-type]  # the upstream test uses the literal "time"
+        "DefaultRegion",
+        "PID-test",
+        "topic-test",
+        "AC1415116D1418B4AAC217FE1B4E0000",
+        "Tags",
+        "Keys",
+        "127.0.0.1:10911",
+        26,
+        245,
+        0,
+        "0A9A002600002A9F0000000000002329",
+        True,
+    )
+    assert got == expected
+    (record,) = trace.decode_body(got)
+    assert len(record.fields) == 14  # testPubTraceDataFormatTest
+    assert record.get("offsetMsgId") == "0A9A002600002A9F0000000000002329"
+
+
+def test_sub_records_reproduce_sample_trace_body(samples_dir: pathlib.Path) -> None:
+    records = [
+        r
+        for line in _sample_lines(samples_dir, "dumps/trace-topic.jsonl")
+        for r in json.loads(line)["body"].split(trace.FIELD_SPLITOR)
+    ]
+    before = next(r for r in records if r.startswith("SubBefore")).split(trace.CONTENT_SPLITOR)
+    after = next(r for r in records if r.startswith("SubAfter")).split(trace.CONTENT_SPLITOR)
+    assert len(before) == 8 and len(after) == 9
+    assert trace.sub_before_record(
+        int(before[1]), before[2], before[3], before[4], before[5], int(before[6]), before[7]
+    ) == (trace.CONTENT_SPLITOR.join(before) + trace.FIELD_SPLITOR)
+    assert trace.sub_after_record(
+        after[1], after[2], int(after[3]), after[4] == "true", after[5], int(after[6]), int(after[7]), after[8]
+    ) == (trace.CONTENT_SPLITOR.join(after) + trace.FIELD_SPLITOR)
+    assert before[2] == trace.REGION_NULL  # 4.9.4 writes "null" as the SubBefore region (§12)
+    pub = next(r for r in records if r.startswith("Pub")).split(trace.CONTENT_SPLITOR)
+    assert len(pub) == len(trace.PUB_FIELDS)
+
+
+# --- Java renderings (samples client log) -------------------------------------------------------------------------
+
+
+def test_client_4x_consume_exception_entry_is_byte_identical(samples_dir: pathlib.Path) -> None:
+    lines = _sample_lines(samples_dir, "client/consumers.rocketmq_client.log")
+    start = next(
+        i for i, line in enumerate(lines) if "consumeMessage exception: java.lang.IllegalStateException" in line
+    )
+    real_entry = "".join(lines[start : start + 11])
+    props = {  # deliberately sorted: the order in the line must come from java.hashmap_order
+        "CLUSTER": "DefaultCluster",
+        "CONSUME_START_TIME": "1795303506243",
+        "KEYS": "PAY-2001",
+        "MAX_OFFSET": "1",
+        "MIN_OFFSET": "0",
+        "TAGS": "captured",
+        "UNIQ_KEY": "7F0000013EA75FFD2B276C0599210006",
+    }
+    body = b'{"paymentId":"PAY-2001","orderId":"ORD-1001","currency":"EUR"}'
+    ext = java.message_ext_to_string(
+        broker_name="broker-a",
+        queue_id=3,
+        store_size=261,
+        queue_offset=0,
+        born_timestamp=1795303506209,
+        born_host="/127.0.0.1:49294",
+        store_timestamp=1795303506212,
+        store_host="/127.0.0.1:10911",
+        msg_id=java.offset_msg_id("127.0.0.1", 10911, 1560),
+        commit_log_offset=1560,
+        body_crc=java.java_crc32(body),
+        reconsume_times=0,
+        topic="PAYMENT_CAPTURED",
+        properties=props,
+        body=body,
+    )
+    exc = "java.lang.IllegalStateException: ledger db unavailable for paymentId=PAY-2001"
+    frames = [
+        "Consumers.lambda$main$2(Consumers.java:65)",
+        "Consumers.lambda$concurrent$0(Consumers.java:38)",
+        "org.apache.rocketmq.client.impl.consumer.ConsumeMessageConcurrentlyService$ConsumeRequest.run("
+        "ConsumeMessageConcurrentlyService.java:402)",
+        "java.base/java.util.concurrent.Executors$RunnableAdapter.call(Executors.java:539)",
+        "java.base/java.util.concurrent.FutureTask.run(FutureTask.java:264)",
+        "java.base/java.util.concurrent.ThreadPoolExecutor.runWorker(ThreadPoolExecutor.java:1136)",
+        "java.base/java.util.concurrent.ThreadPoolExecutor$Worker.run(ThreadPoolExecutor.java:635)",
+        "java.base/java.lang.Thread.run(Thread.java:840)",
+    ]
+    msg = statements.fill(
+        statements.L_C1.template,
+        f"{exc}, {frames[0]}",
+        "GID_ledger_writer",
+        java.message_list_to_string([ext]),
+        java.message_queue_to_string("PAYMENT_CAPTURED", "broker-a", 3),
+    )
+    clock = timefmt.Clock(timefmt.CLIENT_4X_TS, "UTC")
+    got = layouts.render_client_4x(
+        clock.format(1795303506245), "WARN", "RocketmqClient", msg, layouts.java_stack(exc, frames)
+    )
+    assert got == real_entry
+    assert re.match(layouts.CLIENT_4X_LINE_RE, lines[start])
+    assert not re.match(layouts.CLIENT_4X_LINE_RE, lines[start + 1])
+
+
+def test_hashmap_order_matches_every_sample_property_map(samples_dir: pathlib.Path) -> None:
+    text = (samples_dir / "client/consumers.rocketmq_client.log").read_text(encoding="utf-8")
+    maps = set(re.findall(r"properties=\{([^}]*)\}", text))
+    assert len(maps) > 10
+    for rendered in maps:
+        keys = [kv.split("=", 1)[0] for kv in rendered.split(", ")]
+        assert java.property_order(sorted(keys)) == keys, rendered
+
+
+def test_logger_abbreviation() -> None:
+    assert (
+        java.abbreviate_logger("org.apache.rocketmq.client.impl.consumer.ConsumeMessageConcurrentlyService", 12)
+        == "o.a.r.c.i.c.ConsumeMessageConcurrentlyService"
+    )
+    assert layouts.spring_logger_field(layouts.SPRING_CONTAINER_LOGGER) == "a.r.s.s.DefaultRocketMQListenerContainer"
+
+
+# --- 5.x client (§6.1, §12) -------------------------------------------------------------------------------------------
+
+
+def test_client_5x_line_shape() -> None:
+    clock = timefmt.Clock(timefmt.CLIENT_5X_TS, timefmt.GMT8)
+    line = layouts.render_client_5x(
+        clock.format(1795303506245),
+        "WARN",
+        4242,
+        "ConsumeMessageThread_GID_x_1",
+        statements.L_C2.logger,
+        "consumeMessage return null, Group: GID_x Msgs: [] MQ: x",
+    )
+    assert line == (
+        "2026-11-22 07:25:06.245 WARN  [4242] [ConsumeMessageThread_GID_x_1] "
+        "[o.a.r.c.i.c.ConsumeMessageConcurrentlyService#?:?] - "
+        "consumeMessage return null, Group: GID_x Msgs: [] MQ: x\n"
+    )
+    assert re.match(layouts.CLIENT_5X_LINE_RE, line.rstrip("\n"))
+    # The reference's other shape (caller data available) must parse too.
+    assert re.match(
+        layouts.CLIENT_5X_LINE_RE,
+        "2024-02-22 17:26:27.001 INFO  [1] [t] "
+        "[o.a.r.c.i.c.ConsumeMessageConcurrentlyService#processConsumeResult:275] - x",
+    )
+
+
+# --- broker and stats (§6.1, §6.3, samples broker/) -------------------------------------------------------------------
+
+
+def test_broker_line_matches_sample(samples_dir: pathlib.Path) -> None:
+    real = next(
+        line
+        for line in _sample_lines(samples_dir, "broker/broker.log")
+        if "create new topic TopicConfig [topicName=%RETRY%" in line
+    )
+    clock = timefmt.Clock(timefmt.BROKER_TS, timefmt.GMT8)
+    topic_config = java.topic_config_to_string("%RETRY%GID_inventory_reserve", with_attributes=False)
+    # 23:24:40Z is 07:24:40 in GMT+8 on the next day: broker files are GMT+8 whatever the host zone.
+    ms = 1795303480000
+    got = layouts.render_broker(
+        clock.format(ms), "INFO", "HeartbeatThread_1", statements.fill(statements.L_B1.template, topic_config)
+    )
+    assert got == real
+    assert re.match(layouts.BROKER_LINE_RE, real.rstrip("\n"))
+
+
+def test_topic_config_rendering() -> None:
+    # §6.3 L-B1, 5.x form quoted by the reference
+    assert java.topic_config_to_string("%DLQ%g") == (
+        "TopicConfig [topicName=%DLQ%g, readQueueNums=1, writeQueueNums=1, perm=RW-, topicFilterType=SINGLE_TAG, "
+        "topicSysFlag=0, order=false, attributes={}]"
+    )
+
+
+def test_broker_dlq_line_l_b7() -> None:
+    clock = timefmt.Clock(timefmt.BROKER_TS, timefmt.GMT8)
+    msg = statements.fill(statements.L_B7.template, "%DLQ%G", None, "T", "G", "UK", 1708593987000)
+    assert layouts.render_broker(clock.format(1708593987000), "INFO", "SendMessageThread_1", msg) == (
+        "2024-02-22 17:26:27 INFO SendMessageThread_1 - send msg to DLQ %DLQ%G, owner=null, originalTopic=T, "
+        "consumerId=G, msgUniqKey=UK, storeTimestamp=1708593987000\n"
+    )
+
+
+def test_stats_line_matches_sample(samples_dir: pathlib.Path) -> None:
+    real = next(
+        line for line in _sample_lines(samples_dir, "broker/stats.log") if "[SNDBCK_PUT_NUMS] [ORDER_CREATED@" in line
+    )
+    clock = timefmt.Clock(timefmt.BROKER_TS, timefmt.GMT8)
+    print_ms = 1795303560000  # 07:26:00 GMT+8
+    start, end = stats.minute_window(print_ms, first_event_ms=1795303506049)
+    msg = stats.minute_line(
+        statements.SNDBCK_PUT_NUMS, stats.stats_key("ORDER_CREATED", "GID_inventory_reserve"), 12, end - start
+    )
+    assert layouts.render_stats(clock.format(print_ms), msg) == real
+    assert re.match(layouts.STATS_LINE_RE, real.rstrip("\n"))
+
+
+# --- spring (§6.4) ----------------------------------------------------------------------------------------------------
+
+
+def test_spring_consume_failed_entry() -> None:
+    clock = timefmt.Clock(timefmt.SPRING_TS, "Asia/Shanghai")
+    msg = statements.fill(
+        statements.S_CONSUME_FAILED.template, "7F0000013EA75FFD2B276C0599210006", "PAYMENT_CAPTURED", 2
+    )
+    got = layouts.render_spring(
+        clock.format(1795303506245),
+        "WARN",
+        1234,
+        "ConsumeMessageThread_1",
+        layouts.SPRING_CONTAINER_LOGGER,
+        msg,
+        layouts.java_stack("java.lang.RuntimeException: boom", ["a.B.c(B.java:1)"]),
+    )
+    assert got == (
+        "2026-11-22T07:25:06.245+08:00  WARN 1234 --- [ConsumeMessageThread_1] "
+        "a.r.s.s.DefaultRocketMQListenerContainer : consume message failed. "
+        "messageId:7F0000013EA75FFD2B276C0599210006, topic:PAYMENT_CAPTURED, reconsumeTimes:2\n"
+        "\njava.lang.RuntimeException: boom\n\tat a.B.c(B.java:1)\n\n"
+    )
+    assert re.match(layouts.SPRING_LINE_RE, got.split("\n", 1)[0])
+
+
+def test_statement_regex_round_trip() -> None:
+    text = statements.fill(statements.S_CONSUME_FAILED.template, "ID", "TOPIC", 3)
+    m = re.fullmatch(statements.template_regex(statements.S_CONSUME_FAILED.template), text)
+    assert m is not None and m.groups() == ("ID", "TOPIC", "3")
+    with pytest.raises(ValueError):
+        statements.fill(statements.L_C2.template, "only one")
+
+
+# --- message dump (DESIGN §6) ----------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "name", ["dlq-topics.jsonl", "retry-topics.jsonl", "schedule-topic.jsonl", "trace-topic.jsonl"]
+)
+def test_dump_line_is_byte_identical_to_sample(name: str, samples_dir: pathlib.Path) -> None:
+    for real in _sample_lines(samples_dir, f"dumps/{name}")[:5]:
+        d = json.loads(real)
+        assert tuple(d) == DUMP_KEYS
+        assert set(REQUIRED_DUMP_KEYS) <= set(d)
+        got = dump_line(
+            dump_topic=d["dumpTopic"],
+            topic=d["topic"],
+            queue_id=d["queueId"],
+            queue_offset=d["queueOffset"],
+            msg_id=d["msgId"],
+            offset_msg_id=d["offsetMsgId"],
+            born_timestamp=d["bornTimestamp"],
+            born_host=d["bornHost"],
+            store_timestamp=d["storeTimestamp"],
+            store_host=d["storeHost"],
+            commit_log_offset=d["commitLogOffset"],
+            reconsume_times=d["reconsumeTimes"],
+            properties=dict(reversed(list(d["properties"].items()))),
+            body=d["body"],
+        )
+        assert got == real
+
+
+def test_ids_round_trip() -> None:
+    assert java.decode_offset_msg_id("0A9A002600002A9F0000000000002329") == ("10.154.0.38", 10911, 9001)
+    prefix = java.uniq_key_prefix("127.0.0.1", 0x3EA7, 0x5FFD2B27)
+    assert java.uniq_key(prefix, 0x6C05973E, 0) == "7F0000013EA75FFD2B276C05973E0000"
+    assert java.render_body("é".encode()) == "[-61, -87]"
+
+
+_EXT = re.compile(
+    r"MessageExt \[brokerName=(?P<broker>[^,]+), queueId=(?P<qid>\d+), storeSize=(?P<size>\d+), "
+    r"queueOffset=(?P<qoff>\d+), sysFlag=0, bornTimestamp=(?P<born>\d+), bornHost=(?P<bhost>[^,]+), "
+    r"storeTimestamp=(?P<store>\d+), storeHost=(?P<shost>[^,]+), msgId=(?P<id>[0-9A-F]+), "
+    r"commitLogOffset=(?P<clo>\d+), bodyCRC=(?P<crc>\d+), reconsumeTimes=(?P<r>\d+), preparedTransactionOffset=0, "
+    r"toString\(\)=Message\{topic='(?P<topic>[^']+)', flag=0, properties=\{(?P<props>[^}]*)\}, "
+    r"body=\[(?P<body>[-\d, ]*)\], transactionId='null'\}\]"
+)
+
+
+def test_every_sample_message_ext_rerenders_identically(samples_dir: pathlib.Path) -> None:
+    text = (samples_dir / "client/consumers.rocketmq_client.log").read_text(encoding="utf-8")
+    seen = 0
+    for m in _EXT.finditer(text):
+        props = dict(kv.split("=", 1) for kv in m["props"].split(", "))
+        body = bytes(int(b) & 0xFF for b in m["body"].split(", ")) if m["body"] else b""
+        ip, port, offset = java.decode_offset_msg_id(m["id"])
+        assert offset == int(m["clo"]) and m["shost"] == f"/{ip}:{port}"
+        assert java.java_crc32(body) == int(m["crc"])
+        stored = {k: v for k, v in props.items() if k not in ("MIN_OFFSET", "MAX_OFFSET", "CONSUME_START_TIME")}
+        stored_topic = props.get("REAL_TOPIC", m["topic"])  # retry copies are stored in %RETRY%<group>
+        assert java.store_size(stored_topic, body, stored) == int(m["size"])
+        again = java.message_ext_to_string(
+            broker_name=m["broker"],
+            queue_id=int(m["qid"]),
+            store_size=int(m["size"]),
+            queue_offset=int(m["qoff"]),
+            born_timestamp=int(m["born"]),
+            born_host=m["bhost"],
+            store_timestamp=int(m["store"]),
+            store_host=m["shost"],
+            msg_id=java.offset_msg_id(ip, port, offset),
+            commit_log_offset=offset,
+            body_crc=java.java_crc32(body),
+            reconsume_times=int(m["r"]),
+            topic=m["topic"],
+            properties=dict(sorted(props.items())),
+            body=body,
+        )
+        assert again == m.group(0)
+        seen += 1
+    assert seen == text.count("MessageExt [") >= 40  # every rendering in the file, retries included
+
+
+def test_producer_retry_entry_matches_sample(samples_dir: pathlib.Path) -> None:
+    lines = _sample_lines(samples_dir, "client/retryproducer.rocketmq_client.log")
+    start = next(i for i, line in enumerate(lines) if "sendKernelImpl exception, resend at once" in line)
+    clock = timefmt.Clock(timefmt.CLIENT_4X_TS, "UTC")
+    ts = clock.format(1795303570006)  # 23:26:10,006 in the producer JVM's zone (UTC)
+    frames = [
+        "org.apache.rocketmq.remoting.netty.NettyRemotingClient.invokeSync(NettyRemotingClient.java:407)",
+        "org.apache.rocketmq.client.impl.MQClientAPIImpl.sendMessageSync(MQClientAPIImpl.java:521)",
+        "org.apache.rocketmq.client.impl.MQClientAPIImpl.sendMessage(MQClientAPIImpl.java:505)",
+        "org.apache.rocketmq.client.impl.MQClientAPIImpl.sendMessage(MQClientAPIImpl.java:449)",
+        "org.apache.rocketmq.client.impl.producer.DefaultMQProducerImpl.sendKernelImpl(DefaultMQProducerImpl.java:837)",
+        "org.apache.rocketmq.client.impl.producer.DefaultMQProducerImpl.sendDefaultImpl(DefaultMQProducerImpl.java:575)",
+        "org.apache.rocketmq.client.impl.producer.DefaultMQProducerImpl.send(DefaultMQProducerImpl.java:1363)",
+        "org.apache.rocketmq.client.impl.producer.DefaultMQProducerImpl.send(DefaultMQProducerImpl.java:1307)",
+        "org.apache.rocketmq.client.producer.DefaultMQProducer.send(DefaultMQProducer.java:333)",
+        "RetryProducer.main(RetryProducer.java:20)",
+    ]
+    msg = statements.fill(
+        statements.L_P1.template,
+        4346942797859209429,
+        4,
+        java.message_queue_to_string("CHECKOUT_SUBMITTED", "broker-a", 0),
+    )
+    exc = "org.apache.rocketmq.remoting.exception.RemotingConnectException: connect to 127.0.0.1:10911 failed"
+    got = layouts.render_client_4x(ts, "WARN", "RocketmqClient", msg, layouts.java_stack(exc, frames))
+    assert got == "".join(lines[start : start + 13])
+    body = b'{"checkoutId":"CHK-13007","cartItems":3}'
+    props = {"WAIT": "true", "TAGS": "submit", "KEYS": "CHK-13007", "UNIQ_KEY": "7F00000141765FFD2B276C0692520012"}
+    dumped = layouts.render_client_4x(
+        ts, "WARN", "RocketmqClient", java.message_to_string("CHECKOUT_SUBMITTED", props, body)
+    )
+    assert dumped in lines
+
+
+def test_grpc_message_id_layout() -> None:
+    # the example in rocketmq-clients' MessageIdCodec javadoc
+    ms = java.GRPC_ID_EPOCH_MS + 0x024CCDBE * 1000
+    assert java.grpc_message_id("56F7E71C361B", 0x21BC, ms, 0) == "0156F7E71C361B21BC024CCDBE00000000"
+
+
+def test_spring_running_container_line() -> None:
+    container = java.listener_container_to_string("GID_x", "10.0.0.5:9876", "T")
+    assert statements.fill(statements.S_RUNNING_CONTAINER.template, container) == (
+        "running container: DefaultRocketMQListenerContainer{consumerGroup='GID_x', namespace='', "
+        "nameServer='10.0.0.5:9876', topic='T', consumeMode=CONCURRENTLY, selectorType=TAG, selectorExpression='*', "
+        "messageModel=CLUSTERING', tlsEnable=false, instanceName=DEFAULT}"
+    )
