@@ -1,0 +1,218 @@
+"""Ingest throughput: the Spark job vs DuckDB doing the same extraction over the same simulated files.
+
+    .venv/bin/python benchmarks/bench_ingest.py --lines 1000000 --lines 10000000 [--driver-memory 2g]
+
+For each size it simulates a landing (``rocketmq-retry simulate``; ~600 lines per business message with the
+default noise), then in the same run times (1) ``jobs.ingest.run_ingest`` end to end (read, classify, write
+events/quarantine/ingest_report) and (2) DuckDB over the same files: numbered lines, the same head layouts,
+time zones, statement table (generated from ``jobs.ingest_patterns``), continuation dating window, trace
+record split and dump JSON, written to Parquet. It prints a table with lines/s and the Spark/DuckDB ratio.
+Not a test: numbers depend on the machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import pathlib
+import shutil
+import sys
+import tempfile
+import time
+
+LINES_PER_MESSAGE = 610  # measured on the built-in demo deployment with default noise
+
+
+def simulate(out: pathlib.Path, lines: int, ds: str, config: str) -> int:
+    from rocketmq_retry.simulate.cli import main as simulate_main
+
+    messages = max(50, lines // LINES_PER_MESSAGE)
+    simulate_main(
+        ["--date", ds, "--out", str(out), "--config", config, "--messages", str(messages), "--force", "--quiet"]
+    )
+    return sum(1 for p in out.rglob("*") if p.is_file() and "_truth" not in p.parts for _ in _lines(p))
+
+
+def _lines(p: pathlib.Path):  # type: ignore[no-untyped-def]
+    import gzip
+
+    opener = gzip.open if p.suffix == ".gz" else open
+    with opener(p, "rb") as fh:
+        yield from fh
+
+
+def _sql_str(s: str) -> str:
+    return "'" + s.replace("'", "''") + "'"
+
+
+def duckdb_ingest(files: list, ds: str, zone: str, out: pathlib.Path) -> dict[str, int]:  # type: ignore[type-arg]
+    """The same extraction in DuckDB SQL (log formats, trace records, dumps); returns category counts."""
+    import duckdb
+
+    from rocketmq_retry.jobs import ingest_patterns as P
+
+    con = duckdb.connect()
+    con.execute("SET TimeZone='UTC'")
+    con.execute("CREATE TABLE cat(path VARCHAR, source VARCHAR, rel VARCHAR, tz VARCHAR)")
+    con.executemany("INSERT INTO cat VALUES (?, ?, ?, ?)", [(f.path, f.source, f.rel, f.timezone) for f in files])
+    paths = "[" + ",".join(_sql_str(f.path) for f in files) + "]"
+    con.execute(f"""
+        CREATE TABLE lines AS
+        SELECT c.source, c.rel AS source_file, c.tz, r.line,
+               r.ordinality - min(r.ordinality) OVER (PARTITION BY r.filename) + 1 AS line_no
+        FROM read_csv({paths}, columns={{'line': 'VARCHAR'}}, delim=chr(31) || chr(30), quote='', escape='',
+                      header=false, filename=true, auto_detect=false, strict_mode=false, ignore_errors=true)
+             WITH ORDINALITY r
+        JOIN cat c ON c.path = r.filename
+    """)
+    stmt_case = (
+        "CASE "
+        + " ".join(
+            f"WHEN source IN ({','.join(_sql_str(x) for x in s.formats)}) AND starts_with(msg, {_sql_str(s.prefix)}) "
+            f"THEN {i}"
+            for i, s in enumerate(P.STATEMENTS)
+        )
+        + " END"
+    )
+    full_case = (
+        "CASE stmt "
+        + " ".join(f"WHEN {i} THEN regexp_matches(msg, {_sql_str(s.pattern)})" for i, s in enumerate(P.STATEMENTS))
+        + " END"
+    )
+    type_case = (
+        "CASE stmt " + " ".join(f"WHEN {i} THEN {_sql_str(s.event_type)}" for i, s in enumerate(P.STATEMENTS)) + " END"
+    )
+    group_case = (
+        "CASE stmt "
+        + " ".join(
+            f"WHEN {i} THEN nullif(regexp_extract(msg, {_sql_str(s.group_rx)}, 1), '')"
+            for i, s in enumerate(P.STATEMENTS)
+            if s.group_rx
+        )
+        + " END"
+    )
+    rx4, rx5 = P.CLIENT4_HEAD, P.CLIENT5_HEAD
+    rxb = r"^(\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2})(?: (?:TRACE|DEBUG|INFO|WARN|ERROR)) ?(?:\S+ )?- (.*)$"
+    con.execute(f"""
+        CREATE TABLE logs AS
+        WITH h AS (
+          SELECT source, source_file, line_no, tz, line,
+            CASE WHEN source = 'rocketmq-client-4x'
+                   THEN regexp_extract(line, {_sql_str(rx4)}, ['ts', 'lvl', 'lg', 'msg'])
+                 WHEN source IN ('rocketmq-client-5x', 'rocketmq-grpc-client')
+                   THEN regexp_extract(line, {_sql_str(rx5)}, ['ts', 'lvl', 'pid', 'th', 'lg', 'msg'])
+                 WHEN source IN ('broker', 'broker-stats') THEN regexp_extract(line, {_sql_str(rxb)}, ['ts', 'msg'])
+            END AS m
+          FROM lines WHERE source NOT IN ('trace', 'message-dump')
+        ), p AS (
+          SELECT *, nullif(m.msg, '') AS msg,
+            timezone(tz, CASE WHEN length(m.ts) = 19 THEN try_strptime(m.ts, '%Y-%m-%d %H:%M:%S')
+                              ELSE try_strptime(replace(m.ts, ',', '.'), '%Y-%m-%d %H:%M:%S.%g') END) AS ts
+          FROM h
+        ), s AS (SELECT *, {stmt_case} AS stmt FROM p)
+        SELECT source_file, line_no,
+          CASE WHEN msg IS NULL THEN 'continuation' WHEN stmt IS NULL THEN 'ignored'
+               WHEN {full_case} THEN 'event' ELSE 'quarantined' END AS cat0,
+          ts, {type_case} AS event_type, {group_case} AS consumer_group,
+          nullif(regexp_extract(msg, 'UNIQ_KEY=([^,}}]*)', 1), '') AS msg_id,
+          try_cast(nullif(regexp_extract(msg, 'reconsumeTimes=(\\d+)', 1), '') AS INT) AS reconsume_times
+        FROM s
+    """)
+    con.execute(f"""
+        CREATE TABLE logs2 AS
+        SELECT *, CASE WHEN CAST(timezone({_sql_str(zone)}, coalesce(ts, last_value(ts IGNORE NULLS) OVER w))
+                   AS DATE) = DATE {_sql_str(ds)} THEN cat0 ELSE 'other_date' END AS category
+        FROM logs WINDOW w AS (PARTITION BY source_file ORDER BY line_no)
+    """)
+    con.execute("""
+        CREATE TABLE recs AS
+        WITH t AS (
+          SELECT source_file, line_no, line AS body FROM lines WHERE source = 'trace'
+          UNION ALL
+          SELECT source_file, line_no, json_extract_string(line, '$.body') FROM lines
+          WHERE source = 'message-dump' AND json_extract_string(line, '$.topic') = 'RMQ_SYS_TRACE_TOPIC'
+        ), r AS (
+          SELECT source_file, line_no, unnest(string_split(body, chr(2))) AS rec FROM t
+        ), f AS (SELECT source_file, line_no, string_split(rec, chr(1)) AS fs FROM r WHERE rec <> '')
+        SELECT source_file, line_no, fs[1] AS kind,
+          CASE fs[1] WHEN 'SubAfter' THEN fs[3] ELSE fs[6] END AS msg_id,
+          CASE fs[1] WHEN 'SubBefore' THEN fs[4] WHEN 'SubAfter' THEN fs[9] END AS consumer_group,
+          make_timestamp(try_cast(CASE fs[1] WHEN 'SubAfter' THEN fs[8] ELSE fs[2] END AS BIGINT) * 1000) AS ts
+        FROM f
+    """)
+    con.execute("""
+        CREATE TABLE dumps AS
+        SELECT source_file, line_no, json_extract_string(line, '$.topic') AS topic,
+          coalesce(json_extract_string(line, '$.properties.UNIQ_KEY'), json_extract_string(line, '$.msgId')) AS msg_id,
+          make_timestamp(try_cast(json_extract_string(line, '$.storeTimestamp') AS BIGINT) * 1000) AS ts
+        FROM lines WHERE source = 'message-dump'
+    """)
+    con.execute(f"COPY (SELECT * FROM logs2 WHERE category = 'event') TO {_sql_str(str(out / 'events.parquet'))}")
+    con.execute(f"COPY (SELECT * FROM recs) TO {_sql_str(str(out / 'trace.parquet'))}")
+    con.execute(f"COPY (SELECT * FROM dumps) TO {_sql_str(str(out / 'dumps.parquet'))}")
+    counts = dict(con.execute("SELECT category, count(*) FROM logs2 GROUP BY ALL").fetchall())
+    counts["lines"] = con.execute("SELECT count(*) FROM lines").fetchone()[0]  # type: ignore[index]
+    return counts
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--lines", type=int, action="append", help="simulated lines (repeatable)")
+    p.add_argument("--date", default="2026-11-20")
+    p.add_argument("--config", default="examples/rocketmq-retry.yaml")
+    p.add_argument("--driver-memory", default="2g")
+    p.add_argument("--shuffle-partitions", type=int, default=4)
+    p.add_argument("--workdir", default=None)
+    args = p.parse_args(argv)
+    sizes = args.lines or [1_000_000, 10_000_000]
+
+    from rocketmq_retry.config import load_config
+    from rocketmq_retry.jobs.ingest import run_ingest
+    from rocketmq_retry.jobs.ingest_read import resolve_files
+    from rocketmq_retry.jobs.spark_session import build_spark_session
+
+    config = load_config(args.config)
+    spark = build_spark_session(
+        "bench-ingest", master="local[2]", driver_memory=args.driver_memory, shuffle_partitions=args.shuffle_partitions
+    )
+    work = pathlib.Path(args.workdir or tempfile.mkdtemp(prefix="bench-ingest-"))
+    rows = []
+    for size in sizes:
+        landing = work / f"landing-{size}"
+        total = simulate(landing, size, args.date, args.config)
+        print(f"simulated {total} lines in {landing}", file=sys.stderr)
+        wh = work / f"wh-{size}"
+        shutil.rmtree(wh, ignore_errors=True)
+        t0 = time.monotonic()
+        result = run_ingest(spark, config, args.date, str(landing), str(wh))
+        spark_s = time.monotonic() - t0
+        files, _ = resolve_files(config, landing, args.date)
+        dd_out = work / f"duckdb-{size}"
+        shutil.rmtree(dd_out, ignore_errors=True)
+        dd_out.mkdir(parents=True)
+        t0 = time.monotonic()
+        counts = duckdb_ingest(files, args.date, config.timezone, dd_out)
+        duck_s = time.monotonic() - t0
+        lines_read = sum(r["lines_read"] + r["other_date"] for r in result.report)
+        rows.append(
+            (size, lines_read, spark_s, lines_read / spark_s, duck_s, counts["lines"] / duck_s, spark_s / duck_s)
+        )
+        print(
+            f"size {size}: {lines_read} lines, spark {spark_s:.1f} s, duckdb {duck_s:.1f} s, "
+            f"duckdb categories {counts}",
+            file=sys.stderr,
+            flush=True,
+        )
+    print(
+        f"\nSpark settings: local[2], driver memory {args.driver_memory}, "
+        f"spark.sql.shuffle.partitions {args.shuffle_partitions}, one input partition per file"
+    )
+    print(
+        f"{'target':>10} {'lines':>10} {'spark s':>8} {'spark l/s':>10} {'duckdb s':>9} {'duckdb l/s':>11} {'ratio':>6}"
+    )
+    for size, n, ss, sl, ds_, dl, ratio in rows:
+        print(f"{size:>10} {n:>10} {ss:>8.1f} {sl:>10.0f} {ds_:>9.1f} {dl:>11.0f} {ratio:>6.1f}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,204 @@
+"""``rocketmq-retry ingest``: parse one date's landed logs into ``events``, ``quarantine`` and ``ingest_report``.
+
+Thin entrypoint around the pure transforms in ``ingest_parse`` (DESIGN §2, §4). Run it as
+``rocketmq-retry ingest --date D --landing L --warehouse W [--config F]`` or ``spark-submit spark/ingest.py …``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import sys
+import time
+from dataclasses import dataclass
+from functools import reduce
+from typing import TYPE_CHECKING, Any, TextIO
+
+from rocketmq_retry.config import Config, load_config
+from rocketmq_retry.errors import UserError
+from rocketmq_retry.jobs import ingest_parse as parse
+from rocketmq_retry.jobs.ingest_read import read_lines, resolve_files
+from rocketmq_retry.jobs.partitions import write_partition
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+REPORT_COLUMNS = (
+    "source",
+    "source_file",
+    "lines_read",
+    "events",
+    "ignored",
+    "continuation",
+    "quarantined",
+    "other_date",
+    "event_rows",
+    "unattributed_events",
+    "bad_records",
+)
+
+
+@dataclass
+class IngestResult:
+    report: list[dict[str, Any]]
+    notes: list[str]
+    events: int
+    quarantined: int
+    seconds: float
+
+
+def _date(text: str) -> str:
+    try:
+        return dt.date.fromisoformat(text).isoformat()
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a date (YYYY-MM-DD): {text!r}") from None
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="rocketmq-retry ingest", description=__doc__.splitlines()[0])
+    p.add_argument(
+        "--date", required=True, type=_date, help="partition date YYYY-MM-DD (a day in the config's timezone)"
+    )
+    p.add_argument("--landing", required=True, help="root directory the sources' globs are relative to")
+    p.add_argument("--warehouse", required=True, help="output root: <warehouse>/<table>/dt=<date>/")
+    p.add_argument("--config", default=None, help="YAML config (default: $ROCKETMQ_RETRY_CONFIG, else defaults)")
+    return p.parse_args(argv)
+
+
+def run_ingest(
+    spark: SparkSession, config: Config, ds: str, landing: str, warehouse: str, log: TextIO = sys.stderr
+) -> IngestResult:
+    """Read the date's sources, write the three partitions atomically, return the per-file accounting."""
+    from pyspark import StorageLevel
+
+    started = time.monotonic()
+    files, notes = resolve_files(config, landing, ds)
+    for note in notes:
+        print(f"ingest: note: {note}", file=log)
+    print(f"ingest: {len(files)} file(s) for {ds}", file=log)
+    # each classifier reads only its own files (a union over one read would scan every file once per family)
+    by_family: dict[str, list] = {}
+    for f in files:
+        by_family.setdefault(parse.family(f.source), []).append(f)
+    # dt=D is the calendar day D in the config's zone (as the simulator's --date); event_time stays UTC
+    zone = config.timezone
+    parts = [parse.classify(read_lines(spark, fs), ds, (fam,), zone) for fam, fs in sorted(by_family.items())]
+    classified = (
+        reduce(lambda a, b: a.unionByName(b), parts)
+        if parts
+        else parse.classify(read_lines(spark, []), ds, day_zone=zone)
+    )
+    classified = classified.persist(StorageLevel.MEMORY_AND_DISK)
+    try:
+        print("ingest: writing events", file=log)
+        write_partition(parse.events_of(classified), warehouse, "events", ds)
+        print("ingest: writing quarantine", file=log)
+        write_partition(parse.quarantine_of(classified), warehouse, "quarantine", ds)
+        report_df = parse.report_of(classified).coalesce(1)
+        write_partition(report_df, warehouse, "ingest_report", ds)
+        report = [
+            r.asDict(recursive=True)
+            for r in spark.read.parquet(f"{warehouse}/ingest_report/dt={ds}").orderBy("source", "source_file").collect()
+        ]
+    finally:
+        classified.unpersist()
+    return IngestResult(
+        report=report,
+        notes=notes,
+        events=sum(r["event_rows"] or 0 for r in report),
+        quarantined=sum(r["quarantined"] or 0 for r in report),
+        seconds=time.monotonic() - started,
+    )
+
+
+def format_report(report: list[dict[str, Any]]) -> str:
+    """The accounting table printed at the end of a run (one row per file, then totals)."""
+    headers = (
+        "file",
+        "format",
+        "lines",
+        "events",
+        "ignored",
+        "contin.",
+        "quarant.",
+        "other-day",
+        "event rows",
+        "unattrib.",
+    )
+    rows = [
+        (
+            r["source_file"],
+            r["source"],
+            r["lines_read"],
+            r["events"],
+            r["ignored"],
+            r["continuation"],
+            r["quarantined"],
+            r["other_date"],
+            r["event_rows"],
+            r["unattributed_events"],
+        )
+        for r in report
+    ]
+    totals = ("TOTAL", "", *(sum(int(row[i] or 0) for row in rows) for i in range(2, len(headers))))
+    table = [headers, *rows, totals]
+    widths = [max(len(str(row[i])) for row in table) for i in range(len(headers))]
+    lines = []
+    for k, row in enumerate(table):
+        lines.append(
+            "  ".join(
+                str(v).ljust(w) if i < 2 else str(v).rjust(w) for i, (v, w) in enumerate(zip(row, widths, strict=True))
+            )
+        )
+        if k in (0, len(table) - 2):
+            lines.append("  ".join("-" * w for w in widths))
+    unbalanced = [
+        r["source_file"]
+        for r in report
+        if r["lines_read"] != r["events"] + r["ignored"] + r["continuation"] + r["quarantined"]
+    ]
+    lines.append(
+        "accounting: lines = events + ignored + continuation + quarantined for every file"
+        if not unbalanced
+        else f"accounting does NOT balance for: {', '.join(unbalanced)}"
+    )
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    config = load_config(args.config)
+    if not config.sources:  # fail before paying for a Spark session
+        resolve_files(config, args.landing, args.date)
+    from rocketmq_retry.jobs.spark_session import build_spark_session
+
+    spark = build_spark_session(
+        "rocketmq-retry-ingest",
+        master=None if _under_spark_submit() else config.spark.master,
+        driver_memory=config.spark.driver_memory,
+        shuffle_partitions=config.spark.shuffle_partitions,
+        conf=config.spark.conf,
+    )
+    result = run_ingest(spark, config, args.date, args.landing, args.warehouse)
+    print(format_report(result.report))
+    print(f"ingest {args.date}: {result.events} events, {result.quarantined} quarantined lines, {result.seconds:.1f} s")
+    return 0
+
+
+def _under_spark_submit() -> bool:
+    import os
+
+    return "SPARK_SUBMIT" in os.environ or os.environ.get("PYSPARK_GATEWAY_PORT") is not None
+
+
+def cli(argv: list[str] | None = None) -> int:
+    """``main`` with UserError turned into one line on stderr (for spark-submit, which has no dispatcher)."""
+    try:
+        return main(argv)
+    except UserError as exc:
+        print(f"rocketmq-retry: {exc}", file=sys.stderr)
+        return exc.exit_code
+
+
+if __name__ == "__main__":
+    raise SystemExit(cli())

@@ -1,0 +1,885 @@
+"""Pure transforms from numbered lines to classified lines, events, quarantine rows and the ingest report.
+
+Input (``ingest_read.read_lines``): ``source, source_file, line_no, line, tz, group_hint``.
+
+``classify(lines, ds)`` gives one row per input line (the accounting unit) with ``category`` in
+``event | ignored | continuation | quarantined | other_date``, the ignored ``kind`` or quarantine ``reason``,
+and ``events``: the array of event structs the line yields (a batch ``Msgs: [...]`` line or a trace body can
+yield several). ``events_of``, ``quarantine_of`` and ``report_of`` derive the three output tables from it.
+
+Everything is built-in Spark expressions (no Python UDFs). Spark 4 runs in ANSI mode, so every cast, index
+and timestamp parse on input-derived values uses the ``try_`` form: hostile input becomes a null and then a
+quarantine reason, never a task failure. See docs/ingest.md for the event_type table.
+"""
+
+from __future__ import annotations
+
+from functools import reduce
+from typing import TYPE_CHECKING
+
+from pyspark.sql import Column, Window
+from pyspark.sql import functions as F
+
+from rocketmq_retry.jobs import ingest_patterns as P
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+LOG_FORMATS = (
+    "rocketmq-client-4x",
+    "rocketmq-client-5x",
+    "rocketmq-grpc-client",
+    "spring-listener",
+    "broker",
+    "broker-stats",
+)
+TRACE_TOPICS_RX = r"^(RMQ_SYS_TRACE_TOPIC|rmq_sys_TRACE_DATA_.*)$"
+
+EVENT_FIELDS: tuple[tuple[str, str], ...] = (
+    ("rec", "int"),
+    ("source", "string"),
+    ("event_time", "timestamp"),
+    ("event_type", "string"),
+    ("consumer_group", "string"),
+    ("producer_group", "string"),
+    ("msg_id", "string"),
+    ("offset_msg_id", "string"),
+    ("origin_msg_id", "string"),
+    ("topic", "string"),
+    ("original_topic", "string"),
+    ("queue_id", "int"),
+    ("reconsume_times", "int"),
+    ("delay_level", "int"),
+    ("keys", "string"),
+    ("tags", "string"),
+    ("body", "string"),
+    ("status_code", "string"),
+    ("cost_ms", "long"),
+    ("broker", "string"),
+    ("client_host", "string"),
+    ("thread", "string"),
+    ("detail", "string"),
+)
+EVENT_STRUCT_DDL = "struct<" + ",".join(f"{n}:{t}" for n, t in EVENT_FIELDS) + ">"
+BAD_STRUCT_DDL = "struct<rec:int,raw:string,reason:string>"
+EVENT_COLUMNS = (
+    "event_id",
+    "event_time",
+    "source",
+    "source_file",
+    "line_no",
+    "event_type",
+    "consumer_group",
+    "producer_group",
+    "msg_id",
+    "offset_msg_id",
+    "origin_msg_id",
+    "topic",
+    "original_topic",
+    "queue_id",
+    "reconsume_times",
+    "delay_level",
+    "keys",
+    "tags",
+    "body",
+    "status_code",
+    "cost_ms",
+    "broker",
+    "client_host",
+    "thread",
+    "detail",
+)
+# Event types that are about one consumer group: a row of these without a group is "unattributed" (DESIGN §6).
+GROUP_EVENTS = (
+    "DELIVERED",
+    "CONSUME_OK",
+    "CONSUME_FAILED",
+    "CONSUME_TIMEOUT",
+    "SEND_BACK",
+    "SEND_BACK_FAILED",
+    "LOCAL_RETRY",
+    "ORDERLY_SUSPENDED",
+    "BROADCAST_DROPPED",
+    "POP_DROPPED",
+    "DEAD_LETTERED",
+    "RETRY_ENQUEUED",
+    "DIRECT_CONSUME",
+)
+LINE_COLUMNS = (
+    "source",
+    "source_file",
+    "line_no",
+    "line_date",
+    "category",
+    "kind",
+    "reason",
+    "raw",
+    "events",
+    "bad",
+    "other_date_events",
+)
+
+
+def _nz(c: Column) -> Column:
+    """'' (what regexp_extract gives for no match) -> null."""
+    return F.when(c != "", c)
+
+
+def _rx(c: Column, rx: str, idx: int = 1) -> Column:
+    return _nz(F.regexp_extract(c, rx, idx))
+
+
+def _int(c: Column) -> Column:
+    return c.try_cast("int")
+
+
+def _event(**fields: Column | None) -> Column:
+    """A struct with every event field in EVENT_FIELDS order; missing fields are typed nulls."""
+    unknown = set(fields) - {n for n, _ in EVENT_FIELDS}
+    if unknown:
+        raise ValueError(f"unknown event fields {unknown}")
+    cols = []
+    for name, dtype in EVENT_FIELDS:
+        value = fields.get(name)
+        cols.append((value if value is not None else F.lit(None)).cast(dtype).alias(name))
+    return F.struct(*cols)
+
+
+def _no_events() -> Column:
+    return F.array().cast(f"array<{EVENT_STRUCT_DDL}>")
+
+
+def _no_bad() -> Column:
+    return F.array().cast(f"array<{BAD_STRUCT_DDL}>")
+
+
+def _cap(c: Column) -> Column:
+    return F.substring(c, 1, P.RAW_CAP)
+
+
+def _epoch_ms(c: Column) -> Column:
+    """Epoch milliseconds (string or number) -> timestamp; out-of-range values (before 2000, after 2100) -> null."""
+    ms = c.try_cast("long")
+    return F.when(ms.between(946_684_800_000, 4_102_444_800_000), F.timestamp_millis(ms))
+
+
+def decode_body_bytes(byte_list: Column) -> Column:
+    """``123, 34, -17, …`` (Java's ``byte[]`` rendered by ``Arrays.toString``) -> UTF-8 text, or null if not UTF-8."""
+    parts = F.split(byte_list, ", ")
+    hexed = F.transform(parts, lambda x: F.lpad(F.hex(F.pmod(x.try_cast("int"), F.lit(256))), 2, "0"))
+    text = F.unhex(F.array_join(hexed, "")).cast("string")
+    return F.when((byte_list != "") & F.is_valid_utf8(text), _cap(text))
+
+
+def message_fields(rendering: Column) -> dict[str, Column]:
+    """Fields of one ``MessageExt [...]`` or ``Message{...}`` rendering (§6.2): ids, topic, properties, body."""
+    props = F.regexp_extract(rendering, P.RX_PROPERTIES, 1)
+    topic = _rx(rendering, P.RX_TOPIC)
+    retry_topic = _rx(props, P.rx_property("RETRY_TOPIC"))
+    return {
+        "offset_msg_id": _rx(rendering, P.RX_OFFSET_MSG_ID),
+        "queue_id": _int(_rx(rendering, P.RX_QUEUE_ID)),
+        "reconsume_times": _int(_rx(rendering, P.RX_RECONSUME)),
+        "topic": topic,
+        # the consumer resets the topic to RETRY_TOPIC before the listener (§2.5); keep both views
+        "original_topic": F.coalesce(retry_topic, F.when(~topic.rlike("^%(RETRY|DLQ)%"), topic)),
+        "msg_id": _rx(props, P.rx_property("UNIQ_KEY")),
+        "origin_msg_id": _rx(props, P.rx_property("ORIGIN_MESSAGE_ID")),
+        "delay_level": _int(_rx(props, P.rx_property("DELAY"))),
+        "keys": _rx(props, P.rx_property("KEYS")),
+        "tags": _rx(props, P.rx_property("TAGS")),
+        "body": decode_body_bytes(F.regexp_extract(rendering, P.RX_BODY, 1)),
+        "broker": _rx(rendering, P.RX_BROKER),
+        "client_host": _rx(rendering, P.RX_BORN_HOST),
+    }
+
+
+# ------------------------------------------------------------------------------------------------- log lines
+
+
+# Message separators per layout: the head regex runs over the short text before it, never over the message.
+_SEP_4X, _SEP_5X, _SEP_SPRING = " - ", "] - ", " : "
+
+
+def _split_at(line: Column, sep: str) -> tuple[Column, Column]:
+    """(header, message) around the first ``sep``; header '' when absent."""
+    pos = F.locate(sep, line)
+    return (
+        F.when(pos > 0, F.substring(line, F.lit(1), pos - 1)).otherwise(F.lit("")),
+        F.when(pos > 0, F.substring(line, pos + len(sep), P.MAX_LINE_CHARS)),
+    )
+
+
+def _with_head(df: DataFrame, ds: str) -> DataFrame:
+    """Add the head fields of each ``safe`` log line: is_head, ts (UTC), level, thread, logger, msg.
+
+    Built in small steps: each step's columns are referenced several times by the next, and Spark only
+    keeps such steps apart (instead of inlining and re-evaluating them per reference) when they are separate
+    projections. The head regex runs over the short text before the message separator, never the message.
+    """
+    line, src = F.col("safe"), F.col("source")
+    rx4 = P.CLIENT4_HEAD.removesuffix(" - (.*)$") + "$"
+    rxc = P.CONSOLE_HEAD.removesuffix(" - (.*)$") + "$"
+    rx5 = P.CLIENT5_HEAD.removesuffix("\\] - (.*)$") + "$"
+    rxb = r"^(\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2})(?: (" + P.LEVELS + r"))?(?: (\S+))?$"
+    rxs = P.SPRING_HEAD.removesuffix("\\s*:\\s(.*)$") + "\\s*$"
+    sep = (
+        F.when(src.isin("rocketmq-client-5x", "rocketmq-grpc-client"), F.lit(_SEP_5X))
+        .when(src == "spring-listener", F.lit(_SEP_SPRING))
+        .otherwise(F.lit(_SEP_4X))
+    )
+    df = df.withColumn("_sep", sep).withColumn("_pos", F.locate(_SEP_4X, line))
+    df = df.withColumn("_pos", F.when(F.col("_sep") == _SEP_4X, F.col("_pos")).otherwise(F.expr("locate(_sep, safe)")))
+    pos = F.col("_pos")
+    df = df.select(
+        "*",
+        F.when(pos > 0, F.expr("substring(safe, 1, _pos - 1)")).otherwise(F.lit("")).alias("_h"),
+        F.when(pos > 0, F.expr("substring(safe, _pos + length(_sep))")).alias("msg"),
+    )
+    h = F.col("_h")
+    kind = (
+        F.when((src == "rocketmq-client-4x") & h.rlike(rx4), F.lit("c4"))
+        .when((src == "rocketmq-client-4x") & h.rlike(rxc), F.lit("con"))
+        .when(src.isin("rocketmq-client-5x", "rocketmq-grpc-client") & h.rlike(rx5), F.lit("c5"))
+        .when(src.isin("broker", "broker-stats") & h.rlike(rxb), F.lit("cb"))
+        .when((src == "spring-listener") & h.rlike(rxs), F.lit("cs"))
+    )
+    df = df.withColumn("_k", kind)
+    k = F.col("_k")
+    rx = (
+        F.when(k == "c4", F.lit(rx4))
+        .when(k == "con", F.lit(rxc))
+        .when(k == "c5", F.lit(rx5))
+        .when(k == "cb", F.lit(rxb))
+        .when(k == "cs", F.lit(rxs))
+    )
+
+    def g(i: int) -> Column:
+        return F.expr(f"regexp_extract(_h, _rx, {i})")  # one pattern per row: the layout _k picked
+
+    df = df.withColumn("_rx", rx)
+    # literal formats per layout: a format given as a column makes Spark build a formatter for every row
+    local = (
+        F.when(k == "c4", F.try_to_timestamp(F.substring(line, 1, 23), F.lit(P.CLIENT4_TS_FORMAT)))
+        .when(k == "c5", F.try_to_timestamp(F.substring(line, 1, 23), F.lit(P.CLIENT5_TS_FORMAT)))
+        .when(k == "cb", F.try_to_timestamp(F.substring(line, 1, 19), F.lit(P.BROKER_TS_FORMAT)))
+        # console lines carry no date: the run's date
+        .when(
+            k == "con",
+            F.try_to_timestamp(F.concat(F.lit(ds + " "), F.substring(line, 1, 12)), F.lit(P.CONSOLE_TS_FORMAT)),
+        )
+    )
+    spring_offset = g(3)
+    spring_local = F.concat(g(1), F.lit(" "), g(2))
+    ts = F.when(
+        k == "cs",
+        F.when(
+            spring_offset != "",
+            F.try_to_timestamp(
+                F.concat(spring_local, F.regexp_replace(spring_offset, "^Z$", "+00:00")),
+                F.lit("yyyy-MM-dd HH:mm:ss.SSSXXX"),
+            ),
+        ).otherwise(
+            F.to_utc_timestamp(F.try_to_timestamp(spring_local, F.lit("yyyy-MM-dd HH:mm:ss.SSS")), F.col("tz"))
+        ),
+    ).when(k.isNotNull(), F.to_utc_timestamp(local, F.col("tz")))
+    return df.select(
+        *(c for c in df.columns if not c.startswith("_") and c != "msg"),
+        k.isNotNull().alias("is_head"),
+        ts.alias("ts"),
+        F.when(k == "c4", g(2))
+        .when(k == "con", g(3))
+        .when(k == "c5", g(2))
+        .when(k == "cb", _nz(g(2)))
+        .when(k == "cs", g(4))
+        .alias("level"),
+        F.when(k == "con", g(2))
+        .when(k == "c5", g(4))
+        .when(k == "cb", _nz(g(3)))
+        .when(k == "cs", F.trim(g(6)))
+        .alias("thread"),
+        F.when(k == "c4", g(3))
+        .when(k == "con", g(4))
+        .when(k == "c5", F.concat(g(5), F.lit("]")))
+        .when(k == "cs", g(7))
+        .alias("logger"),
+        F.when(k.isNotNull(), F.col("msg")).alias("msg"),
+    )
+
+
+def _stmt_index(src: Column, msg: Column) -> Column:
+    """Index into STATEMENTS of the statement this message is (by literal prefix), else null."""
+    expr = None
+    for i, st in enumerate(P.STATEMENTS):
+        cond = src.isin(*st.formats) & msg.startswith(st.prefix)
+        expr = F.when(cond, F.lit(i)) if expr is None else expr.when(cond, F.lit(i))
+    assert expr is not None
+    return expr
+
+
+def _by_stmt(stmt: Column, pick: dict[int, Column]) -> Column:
+    expr = None
+    for i, value in pick.items():
+        expr = F.when(stmt == i, value) if expr is None else expr.when(stmt == i, value)
+    return expr if expr is not None else F.lit(None)
+
+
+def _log_events(df: DataFrame) -> Column:
+    """The events array of a log line that is an event statement (one per rendered message)."""
+    stmt, msg = F.col("stmt"), F.col("msg")
+    st_list = list(enumerate(P.STATEMENTS))
+    event_type = _by_stmt(stmt, {i: F.lit(s.event_type) for i, s in st_list})
+    group = _by_stmt(stmt, {i: _rx(msg, s.group_rx) for i, s in st_list if s.group_rx})
+    topic = _by_stmt(stmt, {i: _rx(msg, s.topic_rx) for i, s in st_list if s.topic_rx})
+    msg_id = _by_stmt(stmt, {i: _rx(msg, s.msg_id_rx) for i, s in st_list if s.msg_id_rx})
+    status = _by_stmt(stmt, {i: F.lit(s.status) for i, s in st_list if s.status})
+    detail = _by_stmt(stmt, {i: _cap(_rx(msg, s.detail_rx)) for i, s in st_list if s.detail_rx})
+    renderings = _by_stmt(
+        stmt,
+        {
+            i: (
+                F.split(F.regexp_extract(msg, s.msgs_rx, 1), P.MSGEXT_SPLIT)
+                if s.msgs_list
+                else F.array(F.regexp_extract(msg, s.msgs_rx, 1))
+            )
+            for i, s in st_list
+            if s.msgs_rx
+        },
+    )
+    # 4.9.4 L-P1 (§12): the event lives on the Message{...} line that follows; detail from the L-P1 line.
+    resend = F.col("resend_of_lp1")
+    renderings = F.when(resend, F.array(msg)).otherwise(F.coalesce(renderings, F.array(F.lit(""))))
+    event_type = F.when(resend, F.lit("PUBLISH_RETRY")).otherwise(event_type)
+    group = F.coalesce(group, F.col("group_hint"))
+
+    def build(rendering: Column, idx: Column) -> Column:
+        m = message_fields(rendering)
+        return _event(
+            rec=idx,
+            source=F.col("source"),
+            event_time=F.col("ts"),
+            event_type=event_type,
+            consumer_group=F.when(event_type.isin(*GROUP_EVENTS, "SEND_BACK_COUNT", "DLQ_COUNT"), group),
+            msg_id=F.coalesce(msg_id, m["msg_id"]),
+            offset_msg_id=m["offset_msg_id"],
+            origin_msg_id=m["origin_msg_id"],
+            topic=F.coalesce(topic, m["topic"]),
+            original_topic=F.coalesce(
+                _rx(msg, r"originalTopic=([^,]*),"),  # §6.3 L-B7/L-B8
+                m["original_topic"],
+                F.when(~F.coalesce(topic, F.lit("")).rlike("^%(RETRY|DLQ)%"), topic),
+            ),
+            queue_id=m["queue_id"],
+            reconsume_times=m["reconsume_times"],
+            delay_level=m["delay_level"],
+            keys=m["keys"],
+            tags=m["tags"],
+            body=m["body"],
+            status_code=status,
+            broker=m["broker"],
+            client_host=m["client_host"],
+            thread=F.col("thread"),
+            detail=detail,
+        )
+
+    return F.transform(renderings, lambda r, i: build(r, i))
+
+
+def classify_log_lines(lines: DataFrame, ds: str, day_zone: str = "UTC") -> DataFrame:
+    """Classify lines of the log formats (clients, Spring, broker, stats). See module doc.
+
+    Everything per line is computed before the one window (continuation lines take their head's date), so only
+    small columns cross the shuffle, never the line text.
+    """
+    line, src = F.col("line"), F.col("source")
+    too_long = F.length(line) >= P.MAX_LINE_CHARS
+    bad_utf8 = ~F.is_valid_utf8(line)
+    has_nul = line.contains("\u0000")
+    clean = ~too_long & ~bad_utf8 & ~has_nul
+    safe = F.when(clean, line).otherwise(F.lit(""))  # no pattern ever runs over a hostile line
+    df = lines.select(
+        "source",
+        "source_file",
+        "line_no",
+        "group_hint",
+        "tz",
+        F.when(too_long, "line of 1 MB or more")
+        .when(has_nul, "NUL byte in line")
+        .when(bad_utf8, "invalid UTF-8")
+        .alias("hostile"),
+        F.when(~clean, _cap(F.make_valid_utf8(F.substring(line, 1, P.RAW_CAP)))).alias("hostile_raw"),
+        safe.alias("safe"),
+    )
+    df = _with_head(df, ds)
+    df = df.withColumn("stmt", F.when(F.col("is_head"), _stmt_index(src, F.col("msg"))))
+    msg = F.col("msg")
+    stmt = F.col("stmt")
+    st_list = list(enumerate(P.STATEMENTS))
+    full_ok = _by_stmt(stmt, {i: msg.rlike(s.pattern) for i, s in st_list})
+    # 4.9.4 L-P1 (§12): "sendKernelImpl exception, resend at once, ..." is followed (after other threads' lines:
+    # the 4.x layout has no thread) by a WARN "Message{topic=..., properties={...UNIQ_KEY=...}}" line from the same
+    # sendDefaultImpl catch block. That line carries the message id, so it is the PUBLISH_RETRY event and the L-P1
+    # line is counted as ignored. The literal-%s form (5.2.0) has no Message line and keeps the event itself.
+    resend_of_lp1 = (
+        F.col("is_head")
+        & (src == "rocketmq-client-4x")
+        & msg.startswith(P.RESEND_MESSAGE_PREFIX)
+        & (F.col("level") == "WARN")
+    )
+    lp1 = next(i for i, s in st_list if s.ref == "L-P1")
+    lp1_deferred = (stmt == lp1) & (src == "rocketmq-client-4x") & ~msg.contains("InvokeID: %s")
+    ignored_kind = (
+        F.when(
+            msg.startswith("[") & msg.rlike(P.STATS_ROLLUP), F.lit("stats hour/day roll-up (repeats the minute lines)")
+        )
+        .when(msg.startswith("["), F.concat(F.lit("stats "), F.coalesce(_rx(msg, r"^\[([A-Z0-9_]+)\] \["), F.lit("?"))))
+        .when(msg.startswith(P.RESEND_MESSAGE_PREFIX), F.lit("Message{...} rendering"))
+        .otherwise(
+            F.concat_ws(
+                " ",
+                F.coalesce(F.col("logger"), F.substring_index(F.col("source_file"), "/", -1)),
+                F.coalesce(F.col("level"), F.lit("-")),
+            )
+        )
+    )
+    head = F.col("is_head")
+    category_reason = (
+        F.when(F.col("hostile").isNotNull(), F.array(F.lit("quarantined"), F.col("hostile")))
+        .when(head & F.col("ts").isNull(), F.array(F.lit("quarantined"), F.lit("invalid timestamp in head line")))
+        .when(head & resend_of_lp1, F.array(F.lit("event"), F.lit(None)))
+        .when(
+            head & lp1_deferred,
+            F.array(F.lit("ignored"), F.lit("L-P1 line (event recorded on the Message{...} line after it)")),
+        )
+        # hour/day roll-ups repeat the minute counters (§6.3 L-B9): noise, not a malformed L-B9
+        .when(
+            head & msg.startswith("[") & msg.rlike(P.STATS_ROLLUP),
+            F.array(F.lit("ignored"), F.lit("stats hour/day roll-up (repeats the minute lines)")),
+        )
+        .when(head & stmt.isNotNull() & full_ok, F.array(F.lit("event"), F.lit(None)))
+        .when(
+            head & stmt.isNotNull(),
+            F.array(
+                F.lit("quarantined"),
+                F.concat(
+                    F.lit("truncated or malformed "),
+                    _by_stmt(stmt, {i: F.lit(s.ref) for i, s in st_list}),
+                    F.lit(" statement"),
+                ),
+            ),
+        )
+        .when(head, F.array(F.lit("ignored"), ignored_kind))
+        .when(
+            F.col("safe").rlike(P.DATE_LIKE) | F.col("safe").rlike(P.TIME_LIKE),
+            F.array(F.lit("quarantined"), F.lit("malformed head line (timestamp, level or layout)")),
+        )
+        .when(
+            F.col("source").isin("broker", "broker-stats") & F.col("safe").rlike(P.BROKER_HEADLESS_NOISE),
+            F.array(F.lit("ignored"), F.lit("stdout boot banner (no timestamp)")),
+        )
+        .otherwise(F.array(F.lit("continuation"), F.lit(None)))
+    )
+    df = df.withColumn("resend_of_lp1", F.coalesce(resend_of_lp1, F.lit(False))).withColumn("cr", category_reason)
+    pre = df.select(
+        "source",
+        "source_file",
+        "line_no",
+        "is_head",
+        "ts",
+        F.col("cr")[0].alias("cat0"),
+        F.col("cr")[1].alias("why"),
+        F.when(F.col("cr")[0] == "quarantined", F.coalesce(F.col("hostile_raw"), _cap(F.col("safe")))).alias("raw"),
+        F.when(stmt == lp1, msg).alias("lp1_msg"),
+        F.col("resend_of_lp1"),
+        F.when(F.col("cr")[0] == "event", _log_events(df)).alias("events0"),
+    )
+    by_file = Window.partitionBy("source_file").orderBy("line_no")
+    before = by_file.rowsBetween(Window.unboundedPreceding, -1)
+    upto = by_file.rowsBetween(Window.unboundedPreceding, Window.currentRow)
+    # the file's minimum over the same (ordered) spec with a whole-file frame: every function then shares one
+    # Window operator, so each file's rows are buffered once instead of once per spec
+    whole = by_file.rowsBetween(Window.unboundedPreceding, Window.unboundedFollowing)
+    w = pre.select(
+        "*",
+        F.last(F.when(F.col("is_head"), F.col("ts")), ignorenulls=True).over(upto).alias("prev_head_ts"),
+        F.max(F.col("is_head").cast("int")).over(upto).alias("head_seen"),
+        F.last(F.col("lp1_msg"), ignorenulls=True).over(before).alias("last_lp1_msg"),
+        F.min(F.when(F.col("is_head"), F.col("ts"))).over(whole).alias("file_first_ts"),
+    )
+    d = F.lit(ds).cast("date")
+    line_ts = F.coalesce(F.col("ts"), F.col("prev_head_ts"), F.col("file_first_ts"))
+    line_date = F.coalesce(F.to_date(F.from_utc_timestamp(line_ts, day_zone)), d)
+    orphan = (F.col("cat0") == "continuation") & (F.coalesce(F.col("head_seen"), F.lit(0)) == 0)
+    cat = F.when(orphan, F.lit("quarantined")).otherwise(F.col("cat0"))
+    w = w.withColumn("line_date", line_date).withColumn(
+        "category", F.when(F.col("line_date") != d, F.lit("other_date")).otherwise(cat)
+    )
+    lp1_detail = _cap(_rx(F.col("last_lp1_msg"), r"^sendKernelImpl exception, (.*)$"))
+    lp1_topic = _rx(F.col("last_lp1_msg"), r"Broker: MessageQueue \[topic=([^,\]]*)")
+    events = F.when(
+        F.col("resend_of_lp1"),
+        F.transform(
+            F.col("events0"),
+            lambda e: (
+                e.withField("detail", lp1_detail)
+                .withField("topic", F.coalesce(lp1_topic, e["topic"]))
+                .withField("original_topic", F.coalesce(e["original_topic"], lp1_topic))
+            ),
+        ),
+    ).otherwise(F.col("events0"))
+    is_q = F.col("category") == "quarantined"
+    return w.select(
+        "source",
+        "source_file",
+        "line_no",
+        "line_date",
+        "category",
+        F.when(F.col("category") == "ignored", F.col("why")).alias("kind"),
+        F.when(is_q & orphan, F.lit("continuation line before any head line in the file"))
+        .when(is_q, F.col("why"))
+        .alias("reason"),
+        F.when(is_q, F.col("raw")).alias("raw"),
+        F.when(F.col("category") == "event", events).otherwise(_no_events()).alias("events"),
+        _no_bad().alias("bad"),
+        F.lit(0).alias("other_date_events"),
+    )
+
+
+# ----------------------------------------------------------------------------------------------------- trace
+
+
+def trace_events(body: Column, fallback_time: Column, source_name: Column) -> tuple[Column, Column]:
+    """Events and bad records of one trace payload (§7.2): records end with U+0002, fields split on U+0001.
+
+    Delimited, so split with ``split`` on the literal separators (no regex extraction).
+    """
+    records = F.filter(F.split(body, P.TRACE_RECORD_SEP), lambda r: r != "")
+
+    def fields_of(r: Column) -> Column:
+        return F.split(r, P.TRACE_FIELD_SEP)
+
+    def f(fs: Column, i: int) -> Column:
+        return _nz(F.try_element_at(fs, F.lit(i + 1)))
+
+    def one(r: Column, i: Column) -> Column:
+        fs = fields_of(r)
+        n = F.size(fs)
+        kind = f(fs, 0)
+        pub_ok = (kind == "Pub") & n.between(12, 15)
+        pub_success = F.when(n == 13, f(fs, 12)).when(n >= 14, f(fs, 13))
+        sb_ok = (kind == "SubBefore") & (n == 8)
+        sa_ok = (kind == "SubAfter") & n.isin(7, 9)
+        code = f(fs, 6).try_cast("int")
+        code_name = F.try_element_at(F.array(*[F.lit(c) for c in P.CONTEXT_CODES]), code + 1)
+        sa_time = F.coalesce(F.when(n == 9, _epoch_ms(f(fs, 7))), fallback_time)
+        time = F.when(pub_ok | sb_ok, _epoch_ms(f(fs, 1))).when(sa_ok, sa_time)
+        msg_id = F.when(pub_ok | sb_ok, f(fs, 5)).when(sa_ok, f(fs, 2))
+        event_type = (
+            F.when(pub_ok, F.when(pub_success == "true", F.lit("PUBLISHED")).otherwise(F.lit("PUBLISH_FAILED")))
+            .when(sb_ok, F.lit("DELIVERED"))
+            .when(sa_ok, F.when(f(fs, 4) == "true", F.lit("CONSUME_OK")).otherwise(F.lit("CONSUME_FAILED")))
+        )
+        request_id = F.when(sb_ok, f(fs, 4)).when(sa_ok, f(fs, 1))
+        event = _event(
+            rec=i,
+            source=source_name,
+            event_time=time,
+            event_type=event_type,
+            consumer_group=F.when(sb_ok, f(fs, 3)).when(sa_ok, f(fs, 8)),
+            producer_group=F.when(pub_ok, f(fs, 3)),
+            msg_id=msg_id,
+            offset_msg_id=F.when(pub_ok & (n >= 14), f(fs, 12)),
+            topic=F.when(pub_ok, f(fs, 4)),
+            original_topic=F.when(pub_ok, f(fs, 4)),
+            reconsume_times=F.when(sb_ok, f(fs, 6).try_cast("int")),
+            keys=F.when(pub_ok, f(fs, 7)).when(sb_ok, f(fs, 7)).when(sa_ok, f(fs, 5)),
+            tags=F.when(pub_ok, f(fs, 6)),
+            status_code=F.when(sa_ok, F.coalesce(code_name, f(fs, 6))).when(pub_ok, pub_success),
+            cost_ms=F.when(pub_ok, f(fs, 10).try_cast("long")).when(sa_ok, f(fs, 3).try_cast("long")),
+            broker=F.when(pub_ok, f(fs, 8)),
+            client_host=F.when(pub_ok & (n >= 15), f(fs, 14)),
+            detail=F.when(request_id.isNotNull(), F.concat(F.lit("requestId="), request_id)),
+        )
+        known_skip = kind.isin("EndTransaction", "Recall")
+        reason = (
+            F.when(known_skip, F.lit(None))
+            .when(
+                ~(pub_ok | sb_ok | sa_ok),
+                F.concat(
+                    F.lit("unknown trace record type or field count: "),
+                    F.coalesce(kind, F.lit("")),
+                    F.lit(" with "),
+                    n.cast("string"),
+                    F.lit(" fields"),
+                ),
+            )
+            .when(time.isNull(), F.lit("trace record without a valid timestamp"))
+            .when(msg_id.isNull(), F.lit("trace record without msgId"))
+        )
+        return F.struct(event.alias("e"), reason.alias("reason"), known_skip.alias("skip"), r.alias("raw"))
+
+    parsed = F.transform(records, lambda r, i: one(r, i))
+    good = F.transform(F.filter(parsed, lambda x: x["reason"].isNull() & ~x["skip"]), lambda x: x["e"])
+    bad = F.transform(
+        F.filter(parsed, lambda x: x["reason"].isNotNull()),
+        lambda x: F.struct(x["e"]["rec"].alias("rec"), _cap(x["raw"]).alias("raw"), x["reason"].alias("reason")),
+    )
+    return good, bad
+
+
+def _finish_record_lines(df: DataFrame, ds: str, day_zone: str) -> DataFrame:
+    """Shared tail for trace and dump lines: date filter per event, accounting category per line."""
+    d = F.lit(ds).cast("date")
+    in_day = F.filter(F.col("all_events"), lambda e: F.to_date(F.from_utc_timestamp(e["event_time"], day_zone)) == d)
+    first_time = F.array_min(F.transform(F.col("all_events"), lambda e: e["event_time"]))
+    df = df.withColumn("events", in_day).withColumn(
+        "line_date",
+        F.when(F.size(in_day) > 0, d).otherwise(
+            F.coalesce(F.to_date(F.from_utc_timestamp(first_time, day_zone)), F.col("own_date"), d)
+        ),
+    )
+    category = (
+        F.when(F.col("q_reason").isNotNull(), F.lit("quarantined"))
+        .when(F.col("line_date") != d, F.lit("other_date"))
+        .when(F.size("events") > 0, F.lit("event"))
+        .when(F.size("bad") > 0, F.lit("quarantined"))
+        .otherwise(F.lit("ignored"))
+    )
+    df = df.withColumn("category", category)
+    is_q = F.col("category") == "quarantined"
+    return df.select(
+        "source",
+        "source_file",
+        "line_no",
+        "line_date",
+        "category",
+        F.when(F.col("category") == "ignored", F.coalesce(F.col("ignored_kind"), F.lit("no event records"))).alias(
+            "kind"
+        ),
+        F.when(
+            is_q, F.coalesce(F.col("q_reason"), F.concat(F.lit("no valid record: "), F.col("bad")[0]["reason"]))
+        ).alias("reason"),
+        F.when(is_q, F.col("raw0")).alias("raw"),
+        F.when(F.col("category") == "event", F.col("events")).otherwise(_no_events()).alias("events"),
+        F.when(F.col("category").isin("event", "quarantined"), F.col("bad")).otherwise(_no_bad()).alias("bad"),
+        (F.size("all_events") - F.size("events")).alias("other_date_events"),
+    )
+
+
+def _hostile(line: Column) -> Column:
+    return (
+        F.when(F.length(line) >= P.MAX_LINE_CHARS, "line of 1 MB or more")
+        .when(line.contains("\u0000"), "NUL byte in line")
+        .when(~F.is_valid_utf8(line), "invalid UTF-8")
+    )
+
+
+def classify_trace_lines(lines: DataFrame, ds: str, day_zone: str = "UTC") -> DataFrame:
+    """``trace`` files: each line is one RMQ_SYS_TRACE_TOPIC message body (one or more records)."""
+    line = F.col("line")
+    hostile = _hostile(line)
+    safe = F.when(hostile.isNull(), line).otherwise(F.lit(""))
+    good, bad = trace_events(safe, F.lit(None).cast("timestamp"), F.lit("trace"))
+    df = lines.select(
+        "source",
+        "source_file",
+        "line_no",
+        F.when(hostile.isNull() & (F.trim(line) == ""), F.lit("blank line")).alias("ignored_kind"),
+        hostile.alias("q_reason"),
+        _cap(F.make_valid_utf8(F.substring(line, 1, P.RAW_CAP))).alias("raw0"),
+        good.alias("all_events"),
+        bad.alias("bad"),
+        F.lit(None).cast("date").alias("own_date"),
+    )
+    return _finish_record_lines(df, ds, day_zone)
+
+
+# -------------------------------------------------------------------------------------------- message dumps
+
+DUMP_SCHEMA = (
+    "dumpTopic string, topic string, queueId string, queueOffset string, msgId string, offsetMsgId string, "
+    "uniqKey string, bornTimestamp string, bornHost string, storeTimestamp string, storeHost string, "
+    "reconsumeTimes string, properties struct<UNIQ_KEY:string, KEYS:string, TAGS:string, RETRY_TOPIC:string, "
+    "REAL_TOPIC:string, REAL_QID:string, DELAY:string, ORIGIN_MESSAGE_ID:string>, body string"
+)
+
+
+def dump_event(j: Column) -> Column:
+    """One stored message of a dump (DESIGN §6 message-dump) as an event; see docs/ingest.md for the types."""
+    props = j["properties"]
+    topic = F.coalesce(_nz(j["topic"]), _nz(j["dumpTopic"]))
+    real_topic = _nz(props["REAL_TOPIC"])
+    is_dlq, is_retry = topic.startswith("%DLQ%"), topic.startswith("%RETRY%")
+    is_sched = topic == "SCHEDULE_TOPIC_XXXX"
+    group = (
+        F.when(is_dlq, F.expr("substring(topic_, 6)"))
+        .when(is_retry, F.expr("substring(topic_, 8)"))
+        .when(is_sched & real_topic.rlike("^%(RETRY|DLQ)%"), F.regexp_replace(real_topic, "^%(RETRY|DLQ)%", ""))
+    )
+    queue_id = j["queueId"].try_cast("int")
+    return _event(
+        rec=F.lit(0),
+        source=F.lit("message-dump"),
+        event_time=_epoch_ms(j["storeTimestamp"]),
+        event_type=F.when(is_dlq, F.lit("DEAD_LETTERED"))
+        .when(is_retry, F.lit("RETRY_ENQUEUED"))
+        .when(is_sched, F.lit("SEND_BACK"))
+        .otherwise(F.lit("PUBLISHED")),
+        consumer_group=group,
+        msg_id=F.coalesce(_nz(props["UNIQ_KEY"]), _nz(j["uniqKey"]), _nz(j["msgId"])),
+        offset_msg_id=_nz(j["offsetMsgId"]),
+        origin_msg_id=_nz(props["ORIGIN_MESSAGE_ID"]),
+        topic=topic,
+        original_topic=F.coalesce(_nz(props["RETRY_TOPIC"]), F.when(~(is_dlq | is_retry | is_sched), topic)),
+        queue_id=queue_id,
+        reconsume_times=j["reconsumeTimes"].try_cast("int"),
+        # the schedule topic's queue is level - 1 (§3.2); DELAY is the level the broker used
+        delay_level=F.coalesce(_nz(props["DELAY"]).try_cast("int"), F.when(is_sched, queue_id + 1)),
+        keys=_nz(props["KEYS"]),
+        tags=_nz(props["TAGS"]),
+        body=_cap(j["body"]),
+        broker=_nz(j["storeHost"]),
+        client_host=F.regexp_replace(j["bornHost"], "^/", ""),
+        detail=F.when(real_topic.isNotNull(), F.concat(F.lit("REAL_TOPIC="), real_topic)),
+    )
+
+
+def classify_dump_lines(lines: DataFrame, ds: str, day_zone: str = "UTC") -> DataFrame:
+    """``message-dump`` JSON Lines; a dump of the trace topic is read as ``trace`` records."""
+    line = F.col("line")
+    hostile = _hostile(line)
+    safe = F.when(hostile.isNull(), line)
+    df = lines.select(
+        "source",
+        "source_file",
+        "line_no",
+        hostile.alias("hostile"),
+        _cap(F.make_valid_utf8(F.substring(line, 1, P.RAW_CAP))).alias("raw0"),
+        F.from_json(safe, DUMP_SCHEMA, {"mode": "PERMISSIVE"}).alias("j"),
+        (F.trim(F.coalesce(safe, F.lit("x"))) == "").alias("blank"),
+    )
+    j = F.col("j")
+    topic = F.coalesce(_nz(j["topic"]), _nz(j["dumpTopic"]))
+    df = df.withColumn("topic_", topic)
+    store_time = _epoch_ms(j["storeTimestamp"])
+    is_trace = F.coalesce(topic.rlike(TRACE_TOPICS_RX), F.lit(False))
+    t_good, t_bad = trace_events(F.coalesce(j["body"], F.lit("")), store_time, F.lit("trace"))
+    q_reason = (
+        F.when(F.col("hostile").isNotNull(), F.col("hostile"))
+        .when(F.col("blank"), F.lit(None))
+        .when(j.isNull() | topic.isNull(), F.lit("not a message-dump JSON object (no topic)"))
+        .when(store_time.isNull(), F.lit("dump line without a valid storeTimestamp"))
+        .when(
+            ~is_trace & F.coalesce(_nz(j["properties"]["UNIQ_KEY"]), _nz(j["uniqKey"]), _nz(j["msgId"])).isNull(),
+            F.lit("dump line without a message id"),
+        )
+    )
+    df = df.select(
+        "source",
+        "source_file",
+        "line_no",
+        "raw0",
+        F.when(F.col("blank"), F.lit("blank line")).alias("ignored_kind"),
+        q_reason.alias("q_reason"),
+        F.when(q_reason.isNotNull() | F.col("blank"), _no_events())
+        .when(is_trace, t_good)
+        .otherwise(F.array(dump_event(j)))
+        .alias("all_events"),
+        F.when(q_reason.isNull() & is_trace, t_bad).otherwise(_no_bad()).alias("bad"),
+        F.to_date(F.from_utc_timestamp(store_time, day_zone)).alias("own_date"),
+    )
+    return _finish_record_lines(df, ds, day_zone)
+
+
+# ------------------------------------------------------------------------------------------------ top level
+
+
+CLASSIFIERS = {"log": classify_log_lines, "trace": classify_trace_lines, "message-dump": classify_dump_lines}
+
+
+def family(source: str) -> str:
+    """Which classifier reads a format."""
+    return "log" if source in LOG_FORMATS else source
+
+
+def classify(
+    lines: DataFrame, ds: str, families: tuple[str, ...] = ("log", "trace", "message-dump"), day_zone: str = "UTC"
+) -> DataFrame:
+    """All formats: one row per input line (LINE_COLUMNS). ``ds`` is a calendar day in ``day_zone``."""
+    parts = []
+    for fam in families:
+        cond = F.col("source").isin(*LOG_FORMATS) if fam == "log" else F.col("source") == fam
+        parts.append(CLASSIFIERS[fam](lines.filter(cond), ds, day_zone))
+    return reduce(lambda a, b: a.unionByName(b), parts)
+
+
+def events_of(classified: DataFrame) -> DataFrame:
+    """The events table (DESIGN §4) with a stable event_id = hash(file relative to landing, line, record)."""
+    ev = classified.filter(F.size("events") > 0).select("source_file", "line_no", F.explode("events").alias("e"))
+    event_id = F.substring(
+        F.sha2(
+            F.concat_ws("\u0000", F.col("source_file"), F.col("line_no").cast("string"), F.col("e.rec").cast("string")),
+            256,
+        ),
+        1,
+        32,
+    )
+    cols = {n: F.col(f"e.{n}") for n, _ in EVENT_FIELDS}
+    cols.update({"event_id": event_id, "source_file": F.col("source_file"), "line_no": F.col("line_no")})
+    return ev.select(*(cols[c].alias(c) for c in EVENT_COLUMNS))
+
+
+def quarantine_of(classified: DataFrame) -> DataFrame:
+    """Quarantined lines plus bad records inside otherwise good trace lines (reason says which record)."""
+    lines = classified.filter(F.col("category") == "quarantined").select(
+        "source", "source_file", "line_no", "raw", "reason"
+    )
+    records = (
+        classified.filter((F.size("bad") > 0) & (F.col("category") == "event"))
+        .select("source", "source_file", "line_no", F.explode("bad").alias("b"))
+        .select(
+            "source",
+            "source_file",
+            "line_no",
+            F.col("b.raw").alias("raw"),
+            F.concat(F.lit("trace record #"), F.col("b.rec").cast("string"), F.lit(": "), F.col("b.reason")).alias(
+                "reason"
+            ),
+        )
+    )
+    return lines.unionByName(records)
+
+
+def report_of(classified: DataFrame) -> DataFrame:
+    """Per file: lines_read = events + ignored + continuation + quarantined (lines of other dates apart)."""
+
+    def n(cat: str) -> Column:
+        return F.sum((F.col("category") == cat).cast("long")).alias(cat)
+
+    unattributed = F.filter(
+        F.col("events"), lambda e: e["event_type"].isin(*GROUP_EVENTS) & e["consumer_group"].isNull()
+    )
+    per_file = (
+        classified.groupBy("source", "source_file")
+        .agg(
+            F.sum((F.col("category") != "other_date").cast("long")).alias("lines_read"),
+            n("event"),
+            n("ignored"),
+            n("continuation"),
+            n("quarantined"),
+            n("other_date"),
+            F.sum(F.size("events")).cast("long").alias("event_rows"),
+            F.sum(F.size(unattributed)).cast("long").alias("unattributed_events"),
+            F.sum(F.when(F.col("category") == "event", F.size("bad")).otherwise(0)).cast("long").alias("bad_records"),
+            F.sum("other_date_events").cast("long").alias("other_date_records"),
+        )
+        .withColumnRenamed("event", "events")
+    )
+    kinds = (
+        classified.filter(F.col("category") == "ignored")
+        .groupBy("source_file", "kind")
+        .count()
+        .groupBy("source_file")
+        .agg(F.map_from_entries(F.sort_array(F.collect_list(F.struct("kind", "count")))).alias("ignored_by_kind"))
+    )
+    return per_file.join(kinds, "source_file", "left").orderBy("source", "source_file")

@@ -1,0 +1,113 @@
+"""Find the files each configured source names for a date and read them as numbered text lines.
+
+Line numbers must be exact and stable (they are half of ``event_id``), for plain and gzip files alike, and
+however Spark would otherwise split a large file. We read with one input partition per file (split size and
+file-open cost set far above any file size), so within a partition rows are the file's lines in order and
+``monotonically_increasing_id()``'s low 33 bits are the 0-based line index. ``spark.read.text`` strips ``\\n``
+and ``\\r\\n`` and decompresses by extension; it keeps invalid UTF-8 bytes as they are, which the parser then
+detects with ``is_valid_utf8`` instead of losing them to replacement characters.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import pathlib
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from rocketmq_retry.errors import InputError, UserError
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+    from rocketmq_retry.config import Config
+
+# Zones RocketMQ's own patterns fix, whatever the host zone (reference §6.1, §12).
+FIXED_ZONES = {
+    "broker": "Etc/GMT-8",
+    "broker-stats": "Etc/GMT-8",
+    "rocketmq-client-5x": "Etc/GMT-8",
+    "rocketmq-grpc-client": "Etc/GMT-8",
+}
+_ONE_FILE_PER_SPLIT = str(1 << 40)  # 1 TiB: no file is split and no two files share a partition
+
+
+@dataclass(frozen=True)
+class SourceFile:
+    path: str  # absolute path
+    rel: str  # path relative to the landing root: the file's identity in event_id
+    source: str  # format name
+    timezone: str
+    consumer_group: str | None
+
+
+def resolve_files(config: Config, landing: str | os.PathLike[str], ds: str) -> tuple[list[SourceFile], list[str]]:
+    """Expand each source's glob under ``landing``; a file matched by two sources is read by the first only.
+
+    Returns the files and notes for the operator (globs that matched nothing, files claimed twice).
+    """
+    if not config.sources:
+        raise UserError(
+            "no sources configured: add a `sources:` list to the config (format + path glob under --landing, "
+            "see DESIGN §6) or pass --config"
+        )
+    root = pathlib.Path(landing)
+    if not root.is_dir():
+        raise InputError(f"landing directory not found: {root}")
+    root = root.resolve()
+    seen: dict[str, str] = {}
+    files: list[SourceFile] = []
+    notes: list[str] = []
+    for entry in config.sources:
+        pattern = entry.glob_for(ds)
+        matched = sorted(p for p in glob.glob(str(root / pattern), recursive=True) if os.path.isfile(p))
+        if not matched:
+            notes.append(f"source {entry.format} {pattern!r}: no files")
+        zone = FIXED_ZONES.get(entry.format) or entry.timezone or config.timezone
+        for p in matched:
+            resolved = str(pathlib.Path(p).resolve())
+            if resolved in seen:
+                notes.append(
+                    f"{os.path.relpath(resolved, root)}: already read as {seen[resolved]}, not as {entry.format}"
+                )
+                continue
+            if not os.access(resolved, os.R_OK):
+                raise InputError(f"cannot read input file: {resolved}")
+            seen[resolved] = entry.format
+            files.append(
+                SourceFile(resolved, os.path.relpath(resolved, root), entry.format, zone, entry.consumer_group)
+            )
+    return files, notes
+
+
+def read_lines(spark: SparkSession, files: list[SourceFile]) -> DataFrame:
+    """``source, source_file, line_no (1-based), line, tz, group_hint`` for every line of ``files``."""
+    from pyspark.sql import functions as F
+    from pyspark.sql import types as T
+
+    schema = T.StructType(
+        [
+            T.StructField("path_key", T.StringType()),
+            T.StructField("source", T.StringType()),
+            T.StructField("source_file", T.StringType()),
+            T.StructField("tz", T.StringType()),
+            T.StructField("group_hint", T.StringType()),
+        ]
+    )
+    catalog = spark.createDataFrame([(f.path, f.source, f.rel, f.timezone, f.consumer_group) for f in files], schema)
+    if not files:
+        return spark.createDataFrame(
+            [], "source string, source_file string, line_no long, line string, tz string, group_hint string"
+        )
+    for key in ("spark.sql.files.maxPartitionBytes", "spark.sql.files.openCostInBytes"):
+        spark.conf.set(key, _ONE_FILE_PER_SPLIT)
+    raw = spark.read.text([f.path for f in files]).select(
+        F.col("value").alias("line"),
+        F.try_url_decode(F.regexp_replace(F.col("_metadata.file_path"), "^file:(//)?", "")).alias("path_key"),
+        # one file per partition (see module doc): the low 33 bits count rows within the file
+        (F.monotonically_increasing_id().bitwiseAND(F.lit((1 << 33) - 1)) + 1).alias("line_no"),
+    )
+    return raw.join(F.broadcast(catalog), "path_key").select(
+        "source", "source_file", "line_no", "line", "tz", "group_hint"
+    )
