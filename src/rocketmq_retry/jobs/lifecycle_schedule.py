@@ -1,0 +1,247 @@
+"""Driver-side schedule tables: what the retry engine says about every (group, reconsume_times) a run can meet.
+
+The reconstruction never calls the engine per row. Before the Spark plan runs, the driver asks the engine, for
+each consumer group seen in the data or listed in the configuration and for every ``reconsume_times`` up to the
+largest one observed (plus a margin), "this delivery failed: what happens next, where, and when" (``next_hop``),
+once per failure variant. The answers form a table of a few hundred rows that Spark broadcasts and joins.
+
+Failure variants (the engine's ``FailedDelivery`` fields that evidence can reveal, §1.3–§1.6):
+
+- ``NONE``: a plain failure, the broker decides the level (§1.5, ``3 + r``);
+- ``TIMEOUT``: ``cleanExpireMsg`` sends the message back at the fixed level 3 (§1.6);
+- ``RPC_FAILED``: the send-back RPC failed, the client re-published with ``3 + r`` (§1.4);
+- ``LOCAL``: the re-publish failed too, the client resubmits locally after 5 s (§1.3);
+- ``DLQ_OVERRIDE``: the listener set ``delayLevelWhenNextConsume = -1`` (§1.5).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+from rocketmq_retry.engine.model import (
+    INTEGER_MAX_VALUE,
+    ConsumeMode,
+    ConsumeOutcome,
+    FailedDelivery,
+    GroupPolicy,
+    HopAction,
+    MessageModel,
+    NextHop,
+    Protocol,
+    SendBackFault,
+    dlq_topic,
+    pop_retry_topic,
+)
+
+VARIANTS = ("NONE", "TIMEOUT", "RPC_FAILED", "LOCAL", "DLQ_OVERRIDE")
+# Rows computed beyond the largest reconsume_times observed for a group, so the next hop is always known.
+MARGIN = 2
+# A path that never ends (orderly -1 = Integer.MAX_VALUE, §4) is tabulated up to this many retries for the
+# look-back and the expected delivery count; the table itself always covers what the data shows.
+PATH_CAP = 64
+
+try:  # The engine helper's public API (DESIGN §5); fall back to the minimal rules below until it lands.
+    from rocketmq_retry.engine import next_hop as _engine_next_hop  # type: ignore[attr-defined]
+except ImportError:  # pragma: no cover - exercised only before the engine lands
+    _engine_next_hop = None
+
+
+def engine_available() -> bool:
+    return _engine_next_hop is not None
+
+
+def _fallback_next_hop(policy: GroupPolicy, failure: FailedDelivery) -> NextHop:
+    """The subset of the engine's rules reconstruction needs, used only while ``engine.next_hop`` is missing."""
+    r, at = failure.reconsume_times, failure.failed_at_ms
+    table, group = policy.delay_levels, policy.group
+    if policy.message_model is MessageModel.BROADCASTING:  # §1.3: broadcasting never sends back
+        return NextHop(HopAction.DROPPED, None, None, None, 0, at, r, rule="§1.3")
+    if policy.consume_mode is ConsumeMode.ORDERLY:  # §4
+        mx = INTEGER_MAX_VALUE if policy.max_reconsume_times == -1 else policy.max_reconsume_times
+        if r >= mx:
+            if policy.broker_major == 4:  # §2.3/§12: waits in SCHEDULE_TOPIC_XXXX at 3 + r, copy keeps r
+                level = table.clamp(3 + r)
+                d = table.delay_ms(level)
+                return NextHop(
+                    HopAction.DEAD_LETTER, dlq_topic(group), 0, level, d, at + d, r, rule="§4", via_schedule_topic=True
+                )
+            return NextHop(HopAction.DEAD_LETTER, dlq_topic(group), 0, None, 0, at, r + 1, rule="§4")
+        d = min(max(policy.suspend_current_queue_time_millis, 10), 30_000)
+        return NextHop(
+            HopAction.ORDERLY_SUSPEND, failure.original_topic or None, None, None, d, at + d, r + 1, rule="§4"
+        )
+    if policy.protocol is Protocol.GRPC or policy.consume_mode in (ConsumeMode.POP, ConsumeMode.SIMPLE):
+        attempts = policy.retry_max_times + 1  # §5.2, §5.4
+        if r + 1 >= attempts:
+            return NextHop(HopAction.DEAD_LETTER, dlq_topic(group), 0, None, 0, at, r + 2, rule="§5.4")
+        nxt = getattr(policy.retry_policy, "next_ms", ()) or table.levels_ms
+        d = nxt[min(r, len(nxt) - 1)]
+        topic = pop_retry_topic(group, failure.original_topic or "")
+        return NextHop(HopAction.INVISIBLE_RETRY, topic, 0, None, d, at + d, r + 1, rule="§5.3")
+    mx = 16 if policy.max_reconsume_times == -1 else policy.max_reconsume_times  # §1.4
+    if policy.retry_queue_nums <= 0:  # §2.2 step 4
+        return NextHop(HopAction.DROPPED, None, None, None, 0, at, r, rule="§2.2")
+    if failure.send_back_fault is SendBackFault.RPC_AND_FALLBACK_FAILED:  # §1.3
+        return NextHop(
+            HopAction.LOCAL_RESUBMIT, failure.original_topic or None, None, None, 5000, at + 5000, r + 1, rule="§1.3"
+        )
+    level_override = failure.delay_level_when_next_consume
+    if failure.send_back_fault is SendBackFault.RPC_FAILED:  # §1.4 fallback: 3 + r, DLQ one hop earlier in 4.x
+        dlq = (r + 1 >= mx) if policy.broker_major == 4 else (r + 1 > mx)
+        if dlq:
+            return NextHop(HopAction.DEAD_LETTER, dlq_topic(group), 0, None, 0, at, r + 1, rule="§2.3")
+        level = table.clamp(3 + r)
+        d = table.delay_ms(level)
+        return NextHop(
+            HopAction.REPUBLISHED_RETRY, "SCHEDULE_TOPIC_XXXX", level - 1, level, d, at + d, r + 1, rule="§1.4"
+        )
+    if r >= mx or level_override < 0:  # §2.2 step 10
+        return NextHop(HopAction.DEAD_LETTER, dlq_topic(group), 0, None, 0, at, r + 1, rule="§2.2")
+    # §1.6: a timed-out message goes back at the fixed level 3.
+    level = 3 if failure.outcome is ConsumeOutcome.TIMEOUT else (level_override if level_override > 0 else 3 + r)
+    level = table.clamp(level)
+    d = table.delay_ms(level)
+    return NextHop(HopAction.SCHEDULED_RETRY, "SCHEDULE_TOPIC_XXXX", level - 1, level, d, at + d, r + 1, rule="§2.2")
+
+
+def next_hop(policy: GroupPolicy, failure: FailedDelivery) -> NextHop | None:
+    """The engine's answer, or None when the engine rejects the group's configuration (e.g. gRPC on a 4.x broker);
+    such groups get no expectations and their lifecycles are reported from evidence alone."""
+    try:
+        if _engine_next_hop is not None:
+            return _engine_next_hop(policy, failure)
+        return _fallback_next_hop(policy, failure)
+    except ValueError:
+        return None
+
+
+def _failure(variant: str, r: int, original_topic: str) -> FailedDelivery:
+    if variant == "TIMEOUT":
+        return FailedDelivery(r, outcome=ConsumeOutcome.TIMEOUT, original_topic=original_topic)
+    if variant == "RPC_FAILED":
+        return FailedDelivery(r, original_topic=original_topic, send_back_fault=SendBackFault.RPC_FAILED)
+    if variant == "LOCAL":
+        return FailedDelivery(r, original_topic=original_topic, send_back_fault=SendBackFault.RPC_AND_FALLBACK_FAILED)
+    if variant == "DLQ_OVERRIDE":
+        return FailedDelivery(r, original_topic=original_topic, delay_level_when_next_consume=-1)
+    return FailedDelivery(r, original_topic=original_topic)
+
+
+@dataclass(frozen=True)
+class GroupSummary:
+    """Group-level facts the Spark plan needs (one row per group)."""
+
+    group: str
+    mode: str  # CONCURRENTLY | ORDERLY | BROADCASTING | POP | GRPC
+    broker_major: int
+    dlq_threshold: int | None  # first r whose plain failure dead-letters; None = never (orderly -1)
+    dlq_copy_offset: int  # reconsume_times of the DLQ copy minus that of the last delivery
+    expected_deliveries: int | None  # deliveries of a message that always fails; None = unbounded
+    expected_final_state: str  # for a message that always fails
+    path_ms: int  # cumulative delay of the always-failing path (capped), for the look-back
+    level_ms: tuple[int, ...]  # the broker's delay table, for hops whose level the evidence shows
+
+
+def _mode(policy: GroupPolicy) -> str:
+    if policy.message_model is MessageModel.BROADCASTING:
+        return "BROADCASTING"
+    if policy.protocol is Protocol.GRPC:
+        return "GRPC_FIFO" if policy.consume_mode is ConsumeMode.ORDERLY else "GRPC"
+    return str(policy.consume_mode.value).upper()
+
+
+def summarize(policy: GroupPolicy) -> GroupSummary:
+    threshold: int | None = None
+    offset = 1
+    total = 0
+    final = "IN_RETRY"
+    deliveries: int | None = None
+    for r in range(PATH_CAP + 1):
+        hop = next_hop(policy, _failure("NONE", r, ""))
+        if hop is None:
+            break
+        if hop.action is HopAction.DEAD_LETTER:
+            threshold, offset, final, deliveries = r, hop.reconsume_times - r, "DEAD_LETTERED", r + 1
+            total += hop.delay_ms if hop.via_schedule_topic else 0
+            break
+        if hop.action is HopAction.DROPPED:
+            threshold, final, deliveries = None, "DROPPED", r + 1
+            break
+        total += hop.delay_ms
+    else:
+        # Never terminal within the cap: orderly with -1 retries forever (§4). Use the DLQ override for the
+        # offset of an explicit dead letter.
+        hop = next_hop(policy, _failure("DLQ_OVERRIDE", 0, ""))
+        if hop is not None and hop.action is HopAction.DEAD_LETTER:
+            offset = hop.reconsume_times
+    return GroupSummary(
+        group=policy.group,
+        mode=_mode(policy),
+        broker_major=policy.broker_major,
+        dlq_threshold=threshold,
+        dlq_copy_offset=offset,
+        expected_deliveries=deliveries,
+        expected_final_state=final,
+        path_ms=total,
+        level_ms=tuple(policy.delay_levels.levels_ms),
+    )
+
+
+def schedule_rows(policy: GroupPolicy, max_r: int) -> list[tuple[object, ...]]:
+    """One row per (variant, r) for r in 0..max_r: the engine's next hop after delivery r failed."""
+    rows: list[tuple[object, ...]] = []
+    for variant in VARIANTS:
+        for r in range(max_r + 1):
+            hop = next_hop(policy, _failure(variant, r, ""))
+            if hop is None:
+                continue
+            rows.append(
+                (
+                    policy.group,
+                    variant,
+                    r,
+                    str(hop.action.value),
+                    hop.topic,
+                    hop.delay_level,
+                    int(hop.delay_ms),
+                    int(hop.reconsume_times),
+                    bool(hop.via_schedule_topic),
+                    hop.rule,
+                )
+            )
+    return rows
+
+
+SCHEDULE_COLUMNS = (
+    "consumer_group",
+    "variant",
+    "attempt",
+    "action",
+    "next_topic",
+    "next_level",
+    "delay_ms",
+    "next_reconsume_times",
+    "via_schedule",
+    "rule",
+)
+
+
+def build_tables(
+    policies: Mapping[str, GroupPolicy], max_r_by_group: Mapping[str, int]
+) -> tuple[list[tuple[object, ...]], list[GroupSummary]]:
+    """The broadcast tables for ``policies`` (every configured and observed group)."""
+    rows: list[tuple[object, ...]] = []
+    summaries: list[GroupSummary] = []
+    for group in sorted(policies):
+        policy = policies[group]
+        summary = summarize(policy)
+        summaries.append(summary)
+        cap = max(max_r_by_group.get(group, 0), summary.dlq_threshold or 0) + MARGIN
+        rows.extend(schedule_rows(policy, cap))
+    return rows, summaries
+
+
+def default_lookback_ms(summaries: Iterable[GroupSummary]) -> int:
+    """Longest configured always-failing schedule (about 4h46m on default brokers, §3.1)."""
+    return max((s.path_ms for s in summaries), default=0)
