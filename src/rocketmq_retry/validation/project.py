@@ -1,0 +1,130 @@
+"""The Great Expectations file data context under ``expectations/``: datasource, suites, validation definitions,
+checkpoints.
+
+The committed project holds everything a run needs, built from ``suites.py`` with the default configuration
+(``python -m rocketmq_retry.validation.project`` rewrites it; a test keeps it in step with the code). At run time
+``open_project`` only *reads* those objects; it writes a suite back only when the deployment's configuration
+(drift tolerance, severities, groups) makes it differ, so a default run leaves the committed files untouched.
+Results and Data Docs go to ``gx/uncommitted/`` (ignored by git).
+"""
+
+from __future__ import annotations
+
+import json
+import pathlib
+import sys
+from typing import TYPE_CHECKING, Any
+
+from rocketmq_retry.validation.settings import ValidationSettings
+from rocketmq_retry.validation.suites import TABLES, expectations_for, suite_name
+
+if TYPE_CHECKING:
+    import great_expectations as gx
+
+    from rocketmq_retry.config import Config
+
+DATASOURCE = "warehouse"
+BATCH_DEFINITION = "partition"
+DOCS_SITE = "local_site"
+
+
+def validation_definition_name(table: str) -> str:
+    return f"rocketmq_retry_{table}_partition"
+
+
+def checkpoint_name(table: str) -> str:
+    # One checkpoint per table: a checkpoint hands the same batch parameters to all its validation
+    # definitions, and each table is its own DataFrame.
+    return f"rocketmq_retry_{table}"
+
+
+def _fingerprint(expectations: list[Any]) -> str:
+    """What makes two suites equivalent: every expectation's configuration without GE's generated ids."""
+    rows = []
+    for expectation in expectations:
+        cfg = expectation.configuration.to_json_dict()
+        cfg.pop("id", None)
+        cfg.pop("rendered_content", None)
+        cfg.setdefault("severity", str(getattr(expectation, "severity", "critical")))
+        rows.append(cfg)
+    return json.dumps(rows, sort_keys=True, default=str)
+
+
+def _get_or_none(getter: Any, name: str) -> Any:
+    try:
+        return getter(name)
+    except Exception:  # GE raises a different not-found type per store
+        return None
+
+
+def open_project(config: Config, settings: ValidationSettings) -> gx.data_context.FileDataContext:
+    """The file data context with everything ``run`` needs in place (created on first use, else reused)."""
+    import great_expectations as gx
+
+    root = settings.gx_root
+    root.mkdir(parents=True, exist_ok=True)
+    context = gx.get_context(mode="file", project_root_dir=str(root))
+
+    datasource = _get_or_none(context.data_sources.get, DATASOURCE) or context.data_sources.add_spark(name=DATASOURCE)
+    for table in TABLES:
+        asset = _get_or_none(datasource.get_asset, table) or datasource.add_dataframe_asset(name=table)
+        batch_definition = _get_or_none(asset.get_batch_definition, BATCH_DEFINITION)
+        if batch_definition is None:
+            batch_definition = asset.add_batch_definition_whole_dataframe(BATCH_DEFINITION)
+
+        wanted = expectations_for(table, config, settings)
+        suite = _get_or_none(context.suites.get, suite_name(table))
+        if suite is None:
+            suite = gx.ExpectationSuite(name=suite_name(table), meta={"table": table})
+            for expectation in wanted:
+                suite.add_expectation(expectation)
+            suite = context.suites.add(suite)
+        elif _fingerprint(suite.expectations) != _fingerprint(wanted):
+            # Same suite object (same id) so the validation definitions that point at it stay valid.
+            for expectation in list(suite.expectations):
+                suite.delete_expectation(expectation)
+            for expectation in wanted:
+                suite.add_expectation(expectation)
+            suite.save()
+
+        vd = _get_or_none(context.validation_definitions.get, validation_definition_name(table))
+        if vd is None:
+            vd = context.validation_definitions.add(
+                gx.ValidationDefinition(name=validation_definition_name(table), data=batch_definition, suite=suite)
+            )
+        if _get_or_none(context.checkpoints.get, checkpoint_name(table)) is None:
+            context.checkpoints.add(
+                gx.Checkpoint(
+                    name=checkpoint_name(table),
+                    validation_definitions=[vd],
+                    actions=[gx.checkpoint.UpdateDataDocsAction(name="update_data_docs", site_names=[DOCS_SITE])],
+                    result_format={"result_format": "SUMMARY", "partial_unexpected_count": 20},
+                )
+            )
+    return context
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Create or refresh the project's stored objects from the code (default config unless --config)."""
+    import argparse
+
+    from rocketmq_retry.config import load_config
+    from rocketmq_retry.validation.settings import load_validation_settings
+
+    parser = argparse.ArgumentParser(prog="python -m rocketmq_retry.validation.project", description=main.__doc__)
+    parser.add_argument("--config", help="config file (default: built-in defaults, which is what is committed)")
+    ns = parser.parse_args(argv)
+    settings = load_validation_settings(ns.config) if ns.config else ValidationSettings()
+    context = open_project(load_config(ns.config) if ns.config else _default_config(), settings)
+    print(f"project ready at {pathlib.Path(context.root_directory)}")
+    return 0
+
+
+def _default_config() -> Config:
+    from rocketmq_retry.config import Config
+
+    return Config()
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,246 @@
+"""Validate one date partition of the warehouse: the code behind ``rocketmq-retry validate`` and the DAG's
+``validate`` task.
+
+Reads ``<warehouse>/{events,transitions,lifecycles}/dt=<date>`` with Spark, runs one checkpoint per table (all
+under the run name ``dt=<date>``, so a re-run replaces its own results and pages), updates Data Docs, writes a
+page for the date that links the three validation pages, and returns a summary in which failures are split by
+the severity configured for their check.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import html
+import json
+import os
+import pathlib
+import sys
+import urllib.parse
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from rocketmq_retry.errors import InputError, UserError
+from rocketmq_retry.validation.settings import ValidationSettings, load_validation_settings
+from rocketmq_retry.validation.suites import TABLES
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+    from rocketmq_retry.config import Config
+
+EXIT_CRITICAL = 1
+
+
+@dataclass
+class CheckResult:
+    table: str
+    check: str
+    expectation: str
+    severity: str
+    success: bool
+    column: str | None = None
+    unexpected: int | None = None
+    observed: Any = None
+
+
+@dataclass
+class ValidationSummary:
+    ds: str
+    warehouse: str
+    success: bool
+    rows: dict[str, int]
+    results: list[CheckResult] = field(default_factory=list)
+    docs_page: str = ""
+    docs_index: str = ""
+    validation_pages: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def critical_failures(self) -> list[CheckResult]:
+        return [r for r in self.results if not r.success and r.severity == "critical"]
+
+    @property
+    def warning_failures(self) -> list[CheckResult]:
+        return [r for r in self.results if not r.success and r.severity != "critical"]
+
+    def as_dict(self) -> dict[str, Any]:
+        out = asdict(self)
+        out["critical_failures"] = [r.check for r in self.critical_failures]
+        out["warning_failures"] = [r.check for r in self.warning_failures]
+        out["evaluated"] = len(self.results)
+        return out
+
+    def render(self) -> str:
+        lines = [
+            f"validation dt={self.ds}: {len(self.results)} expectations, "
+            f"{len(self.critical_failures)} critical failure(s), {len(self.warning_failures)} warning(s)"
+            + ("" if self.critical_failures else " -> passed"),
+        ]
+        for r in self.critical_failures + self.warning_failures:
+            detail = f"{r.unexpected} unexpected" if r.unexpected is not None else f"observed {r.observed}"
+            where = f" column {r.column}" if r.column else ""
+            lines.append(f"  [{r.severity.upper()}] {r.check}{where} ({r.expectation}): {detail}")
+        lines.append(f"  Data Docs: {self.docs_page}")
+        return "\n".join(lines)
+
+
+def partition_path(warehouse: str | os.PathLike[str], table: str, ds: str) -> pathlib.Path:
+    return pathlib.Path(warehouse) / table / f"dt={ds}"
+
+
+def _check_date(ds: str) -> str:
+    try:
+        if len(ds) != 10:  # fromisoformat also takes 20261120, which is not a partition name
+            raise ValueError(ds)
+        dt.date.fromisoformat(ds)
+    except ValueError:
+        raise UserError(f"--date {ds!r} is not a date (YYYY-MM-DD)") from None
+    return ds
+
+
+def _read_partition(spark: SparkSession, warehouse: str, table: str, ds: str) -> Any:
+    path = partition_path(warehouse, table, ds)
+    if not path.is_dir():
+        raise InputError(f"no {table} partition for {ds} at {path} (run ingest and reconstruct for that date first)")
+    return spark.read.parquet(str(path))
+
+
+def _number(value: Any) -> int | None:
+    return int(value) if isinstance(value, int | float) else None
+
+
+def validate_partition(
+    ds: str,
+    warehouse: str,
+    config: Config,
+    settings: ValidationSettings,
+    spark: SparkSession,
+) -> ValidationSummary:
+    import great_expectations as gx
+
+    from rocketmq_retry.validation.project import DOCS_SITE, checkpoint_name, open_project
+
+    _check_date(ds)
+    # Cached: GE computes each metric with its own Spark job, and re-reading Parquet for each costs more
+    # than the metric itself.
+    frames = {table: _read_partition(spark, warehouse, table, ds).cache() for table in TABLES}
+    context = open_project(config, settings)
+    # A fixed run time per date: re-running a date overwrites its results and pages instead of piling up.
+    run_id = gx.RunIdentifier(run_name=f"dt={ds}", run_time=dt.datetime.fromisoformat(ds).replace(tzinfo=dt.UTC))
+    summary = ValidationSummary(ds=ds, warehouse=str(warehouse), success=True, rows={})
+    for table, frame in frames.items():
+        summary.rows[table] = frame.count()
+        result = context.checkpoints.get(checkpoint_name(table)).run(
+            batch_parameters={"dataframe": frame}, run_id=run_id
+        )
+        for identifier, validation in result.run_results.items():
+            urls = context.get_docs_sites_urls(resource_identifier=identifier, site_name=DOCS_SITE)
+            if urls and urls[0].get("site_url"):
+                summary.validation_pages[table] = _url_to_path(urls[0]["site_url"])
+            for r in validation.results:
+                cfg = r.expectation_config
+                severity = getattr(cfg, "severity", "critical")
+                summary.results.append(
+                    CheckResult(
+                        table=table,
+                        check=str((cfg.meta or {}).get("check", cfg.type)),
+                        expectation=cfg.type,
+                        severity=str(getattr(severity, "value", severity)),
+                        success=bool(r.success),
+                        column=(cfg.kwargs or {}).get("column"),
+                        unexpected=_number(r.result.get("unexpected_count")),
+                        observed=r.result.get("observed_value"),
+                    )
+                )
+    summary.success = not summary.critical_failures
+    summary.docs_index = str(settings.docs_dir / "index.html")
+    summary.docs_page = _write_run_page(settings.docs_dir, summary)
+    return summary
+
+
+def run_page_path(docs_dir: pathlib.Path, ds: str) -> pathlib.Path:
+    return docs_dir / "runs" / f"dt={ds}.html"
+
+
+def _write_run_page(docs_dir: pathlib.Path, summary: ValidationSummary) -> str:
+    """One page per date linking its three validation pages: what the Airflow extra link opens."""
+    page = run_page_path(docs_dir, summary.ds)
+    page.parent.mkdir(parents=True, exist_ok=True)
+    status = "passed" if summary.success else "FAILED (critical)"
+    items = []
+    for table in TABLES:
+        target = summary.validation_pages.get(table, "")
+        rel = urllib.parse.quote(os.path.relpath(target, page.parent)) if target else ""
+        failed = [r for r in summary.results if r.table == table and not r.success]
+        detail = ", ".join(f"{r.check} [{r.severity}]" for r in failed) or "all expectations met"
+        items.append(
+            f'<li><a href="{html.escape(rel)}">{html.escape(table)}</a> '
+            f"({summary.rows.get(table, 0)} rows): {html.escape(detail)}</li>"
+        )
+    body = (
+        "<!doctype html><html><head><meta charset='utf-8'>"
+        f"<title>rocketmq-retry validation dt={html.escape(summary.ds)}</title></head><body>"
+        f"<h1>Validation of dt={html.escape(summary.ds)}: {status}</h1>"
+        f"<p>{len(summary.critical_failures)} critical failure(s), {len(summary.warning_failures)} warning(s).</p>"
+        f"<ul>{''.join(items)}</ul><p><a href='../index.html'>All Data Docs</a></p></body></html>"
+    )
+    tmp = page.with_suffix(".tmp")
+    tmp.write_text(body, encoding="utf-8")
+    tmp.replace(page)
+    page.with_suffix(".json").write_text(json.dumps(summary.as_dict(), indent=2, default=str), encoding="utf-8")
+    return str(page)
+
+
+def _url_to_path(url: str) -> str:
+    return urllib.parse.unquote(urllib.parse.urlparse(url).path) if url.startswith("file:") else url
+
+
+def run(ds: str, warehouse: str, config_path: str | None) -> ValidationSummary:
+    """Load config and settings, start (or reuse) a local Spark session, validate. The session is stopped only
+    if this call started it, so an Airflow worker or a test suite that already has one keeps it."""
+    from pyspark.sql import SparkSession
+
+    from rocketmq_retry.config import load_config
+    from rocketmq_retry.jobs.spark_session import build_spark_session
+
+    _check_date(ds)
+    config = load_config(config_path)
+    settings = load_validation_settings(config_path)
+    existing = SparkSession.getActiveSession()
+    spark = existing or build_spark_session(
+        "rocketmq-retry-validate",
+        master=config.spark.master,
+        driver_memory=config.spark.driver_memory,
+        shuffle_partitions=config.spark.shuffle_partitions,
+        conf=config.spark.conf,
+    )
+    try:
+        return validate_partition(ds, warehouse, config, settings, spark)
+    finally:
+        if existing is None:
+            spark.stop()
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="rocketmq-retry validate",
+        description="Run the Great Expectations checkpoints over one date partition and update Data Docs. "
+        "Exit status 1 when a critical expectation fails; warnings are reported only.",
+    )
+    parser.add_argument("--date", required=True, help="partition date, YYYY-MM-DD")
+    parser.add_argument("--warehouse", required=True, help="warehouse root (holds events/, transitions/, …)")
+    parser.add_argument("--config", help="config file (default: $ROCKETMQ_RETRY_CONFIG, else built-in defaults)")
+    parser.add_argument("--json", action="store_true", help="print the summary as JSON")
+    ns = parser.parse_args(list(sys.argv[1:] if argv is None else argv))
+    try:
+        summary = run(ns.date, ns.warehouse, ns.config)
+    except UserError as exc:
+        print(f"rocketmq-retry validate: {exc}", file=sys.stderr)
+        return exc.exit_code
+    print(json.dumps(summary.as_dict(), indent=2, default=str) if ns.json else summary.render())
+    return 0 if summary.success else EXIT_CRITICAL
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,252 @@
+"""The expectation suites for events, transitions and lifecycles (DESIGN §4), as declarative GE expectations.
+
+Suites are built from code plus configuration (drift tolerance, each group's max reconsume times, severities),
+so one definition serves every deployment; ``rocketmq_retry.validation.project`` stores them in the file data
+context under ``expectations/``. Every expectation carries ``meta.check``: the id that severities are
+configured by and that summaries report.
+
+GE substitutes ``{batch}`` with ``str.format``, so the SQL below must not contain any other brace.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from rocketmq_retry.validation.settings import ValidationSettings
+
+if TYPE_CHECKING:
+    import great_expectations as gx
+
+    from rocketmq_retry.config import Config
+
+SUITE_PREFIX = "rocketmq_retry_"
+TABLES = ("events", "transitions", "lifecycles")
+
+EVENT_COLUMNS = (
+    "event_id", "event_time", "source", "source_file", "line_no", "event_type", "consumer_group",
+    "producer_group", "msg_id", "offset_msg_id", "origin_msg_id", "topic", "original_topic", "queue_id",
+    "reconsume_times", "delay_level", "keys", "tags", "body", "status_code", "cost_ms", "broker",
+    "client_host", "thread", "detail",
+)  # fmt: skip
+TRANSITION_COLUMNS = (
+    "consumer_group", "msg_id", "hop", "from_state", "to_state", "observed_at", "expected_at", "drift_ms",
+    "delay_level", "reconsume_times", "physical_topic", "queue_id", "inferred", "evidence",
+)  # fmt: skip
+LIFECYCLE_COLUMNS = (
+    "consumer_group", "msg_id", "original_topic", "keys", "tags", "business_key", "first_seen", "last_seen",
+    "deliveries", "final_state", "expected_final_state", "max_reconsume_times", "anomalies",
+)  # fmt: skip
+COLUMNS = {"events": EVENT_COLUMNS, "transitions": TRANSITION_COLUMNS, "lifecycles": LIFECYCLE_COLUMNS}
+
+EVENT_TYPES = (
+    "PUBLISHED", "PUBLISH_RETRY", "PUBLISH_FAILED", "DELIVERED", "CONSUME_OK", "CONSUME_FAILED", "CONSUME_TIMEOUT",
+    "SEND_BACK", "SEND_BACK_FAILED", "LOCAL_RETRY", "ORDERLY_SUSPENDED", "BROADCAST_DROPPED", "POP_NACK",
+    "POP_DROPPED", "DEAD_LETTERED", "SEND_BACK_COUNT", "DLQ_COUNT", "DIRECT_CONSUME",
+    # Added by the ingest job for what the formats show (docs/DESIGN.md lets it extend the list):
+    "RETRY_ENQUEUED", "TOPIC_CREATED", "SCHEDULE_ERROR",
+)  # fmt: skip
+FINAL_STATES = ("CONSUMED", "DEAD_LETTERED", "IN_RETRY", "DROPPED", "UNKNOWN")
+ANOMALY_CODES = (
+    "EARLY_DLQ", "LATE_REDELIVERY", "MISSING_HOP", "DELIVERY_AFTER_DLQ", "RETRY_IN_BROADCAST",
+    "DUPLICATE_CONSUME", "ORDERLY_QUEUE_BLOCKED", "SILENT_LOSS",
+)  # fmt: skip
+
+# The hop that puts a message in %DLQ%<group>. substr, not LIKE: '%' is LIKE's own wildcard.
+_IS_DLQ = "(to_state = 'DEAD_LETTERED' OR substr(coalesce(physical_topic, ''), 1, 5) = '%DLQ%')"
+SUITE_META = {"contract": "docs/DESIGN.md section 4", "built_by": "rocketmq_retry.validation.suites"}
+
+
+@dataclass(frozen=True)
+class Check:
+    """One expectation and the id its severity is configured by."""
+
+    id: str
+    expectation: gx.expectations.Expectation
+
+
+def _sql_str(value: str) -> str:
+    return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+def max_reconsume_sql(config: Config) -> str:
+    """SQL for each group's effective max reconsume times (the engine's rule): listed groups, else the default."""
+    from rocketmq_retry.engine import effective_max_reconsume_times
+
+    default = effective_max_reconsume_times(config.group_policy("\x00unlisted"))
+    cases = [
+        f"WHEN {_sql_str(group)} THEN {effective_max_reconsume_times(config.group_policy(group))}"
+        for group in sorted(config.groups)
+    ]
+    if not cases:
+        return str(default)
+    return f"(CASE consumer_group {' '.join(cases)} ELSE {default} END)"
+
+
+def local_attempt_dlq_sql(config: Config) -> str:
+    """SQL true for a DEAD_LETTERED hop whose copy carries the broker's stored count, not the attempt count.
+
+    gRPC FIFO consumers retry locally (§5.3): the stored copy's reconsumeTimes never advances, so the DLQ copy
+    holds the stored count + 1 while the client counted maxAttempts deliveries.
+    """
+    groups = sorted(
+        group
+        for group in config.groups
+        if config.group_policy(group).protocol == "grpc" and config.group_policy(group).consume_mode == "orderly"
+    )
+    if not groups:
+        return "FALSE"
+    return f"(to_state = 'DEAD_LETTERED' AND consumer_group IN ({', '.join(_sql_str(g) for g in groups)}))"
+
+
+def _checks(table: str, config: Config, settings: ValidationSettings) -> list[Check]:
+    import great_expectations.expectations as gxe
+
+    def not_null(columns: tuple[str, ...], check: str) -> list[Check]:
+        return [Check(check, gxe.ExpectColumnValuesToNotBeNull(column=c)) for c in columns]
+
+    schema = Check(
+        f"{table}.schema",
+        gxe.ExpectTableColumnsToMatchSet(column_set=list(COLUMNS[table]), exact_match=False),
+    )
+    if table == "events":
+        return [
+            schema,
+            *not_null(("event_id", "event_time", "source", "source_file", "line_no", "event_type"), "events.not_null"),
+            Check("events.event_id_unique", gxe.ExpectColumnValuesToBeUnique(column="event_id")),
+            Check("events.event_type_allowed",
+                  gxe.ExpectColumnValuesToBeInSet(column="event_type", value_set=list(EVENT_TYPES))),
+            Check("events.reconsume_times_non_negative",
+                  gxe.ExpectColumnValuesToBeBetween(column="reconsume_times", min_value=0)),
+        ]  # fmt: skip
+    if table == "transitions":
+        tol = settings.drift_tolerance_ms
+        max_sql = max_reconsume_sql(config)
+        return [
+            schema,
+            # physical_topic stays null for states that are not in a topic (FAILED, SENT_BACK from the client side).
+            *not_null(("consumer_group", "msg_id", "hop", "from_state", "to_state"), "transitions.not_null"),
+            Check(
+                "transitions.hop_unique",
+                gxe.ExpectCompoundColumnsToBeUnique(column_list=["consumer_group", "msg_id", "hop"]),
+            ),
+            Check("transitions.hop_non_negative", gxe.ExpectColumnValuesToBeBetween(column="hop", min_value=0)),
+            Check(
+                "transitions.reconsume_times_increasing",
+                gxe.UnexpectedRowsExpectation(
+                    description=(
+                        "reconsume_times never decreases along a lifecycle (ordered by hop); a gRPC FIFO dead "
+                        "letter is exempt: its copy carries the stored count, not the local attempts (§5.3)"
+                    ),
+                    unexpected_rows_query=(
+                        "SELECT * FROM (SELECT consumer_group, msg_id, hop, to_state, reconsume_times, "
+                        "LAG(reconsume_times) OVER (PARTITION BY consumer_group, msg_id ORDER BY hop) "
+                        "AS previous_reconsume_times FROM {batch}) WHERE reconsume_times < previous_reconsume_times "
+                        f"AND NOT {local_attempt_dlq_sql(config)}"
+                    ),
+                ),
+            ),
+            Check(
+                "transitions.drift_within_tolerance",
+                gxe.ExpectColumnValuesToBeBetween(column="drift_ms", min_value=-tol, max_value=tol),
+            ),
+            Check(
+                "transitions.dlq_at_max_or_override",
+                gxe.UnexpectedRowsExpectation(
+                    description=(
+                        "a message reaches %DLQ% only once reconsume_times reached its group's max reconsume "
+                        "times, or when the consumer asked for it (delay level < 0)"
+                    ),
+                    unexpected_rows_query=(
+                        f"SELECT consumer_group, msg_id, hop, reconsume_times, delay_level, physical_topic "
+                        f"FROM {{batch}} WHERE {_IS_DLQ} AND coalesce(delay_level, 0) >= 0 "
+                        f"AND reconsume_times < {max_sql} AND NOT {local_attempt_dlq_sql(config)}"
+                    ),
+                ),
+            ),
+            Check(
+                "transitions.nothing_delivered_after_dlq",
+                gxe.UnexpectedRowsExpectation(
+                    description="no delivery after a message's first hop into %DLQ% (in hop order: clocks of "
+                    "brokers and clients disagree by milliseconds, the hop order does not)",
+                    unexpected_rows_query=(
+                        "SELECT t.consumer_group, t.msg_id, t.hop, t.to_state, t.physical_topic FROM {batch} t "
+                        "JOIN (SELECT consumer_group, msg_id, min(hop) AS dlq_hop FROM {batch} "
+                        f"WHERE {_IS_DLQ} GROUP BY consumer_group, msg_id) d "
+                        "ON t.consumer_group = d.consumer_group AND t.msg_id = d.msg_id "
+                        "WHERE t.hop > d.dlq_hop AND t.to_state = 'DELIVERED'"
+                    ),
+                ),
+            ),
+        ]
+    if table == "lifecycles":
+        return [
+            schema,
+            *not_null(
+                # deliveries stays null when no delivery was observed (e.g. gRPC lifecycles seen only at the DLQ).
+                ("consumer_group", "msg_id", "first_seen", "last_seen", "final_state"),
+                "lifecycles.not_null",
+            ),
+            Check(
+                "lifecycles.key_unique",
+                gxe.ExpectCompoundColumnsToBeUnique(column_list=["consumer_group", "msg_id"]),
+            ),
+            Check(
+                "lifecycles.final_state_allowed",
+                gxe.ExpectColumnValuesToBeInSet(column="final_state", value_set=list(FINAL_STATES)),
+            ),
+            Check(
+                "lifecycles.expected_final_state_allowed",
+                gxe.ExpectColumnValuesToBeInSet(column="expected_final_state", value_set=list(FINAL_STATES)),
+            ),
+            Check(
+                "lifecycles.anomaly_codes_allowed",
+                gxe.UnexpectedRowsExpectation(
+                    description="every anomaly code is one DESIGN §4 documents",
+                    unexpected_rows_query=(
+                        "SELECT consumer_group, msg_id, anomalies FROM {batch} WHERE size(filter(coalesce(anomalies, "
+                        "array()), a -> NOT a IN (" + ", ".join(_sql_str(c) for c in ANOMALY_CODES) + "))) > 0"
+                    ),
+                ),
+            ),
+            Check(
+                "lifecycles.last_seen_not_before_first_seen",
+                gxe.ExpectColumnPairValuesAToBeGreaterThanB(column_A="last_seen", column_B="first_seen", or_equal=True),
+            ),
+            Check(
+                "lifecycles.deliveries_non_negative",
+                gxe.ExpectColumnValuesToBeBetween(column="deliveries", min_value=0),
+            ),
+        ]
+    raise ValueError(f"no suite for table {table!r}")
+
+
+def suite_name(table: str) -> str:
+    return SUITE_PREFIX + table
+
+
+def expectations_for(table: str, config: Config, settings: ValidationSettings) -> list[gx.expectations.Expectation]:
+    """Fresh expectation objects (owned by no suite) for ``table``, tagged with check id and severity."""
+    out = []
+    for check in _checks(table, config, settings):
+        expectation = check.expectation
+        expectation.meta = {**(expectation.meta or {}), "check": check.id}
+        expectation.severity = settings.severity(check.id)  # type: ignore[assignment]
+        out.append(expectation)
+    return out
+
+
+def build_suite(table: str, config: Config, settings: ValidationSettings) -> gx.ExpectationSuite:
+    import great_expectations as gx
+
+    suite = gx.ExpectationSuite(name=suite_name(table), meta=dict(SUITE_META, table=table))
+    for expectation in expectations_for(table, config, settings):
+        suite.add_expectation(expectation)
+    return suite
+
+
+def check_ids(table: str) -> list[str]:
+    """The check ids a table's suite defines (without building GE objects twice in callers)."""
+    from rocketmq_retry.config import Config
+
+    return sorted({c.id for c in _checks(table, Config(), ValidationSettings())})

@@ -1,0 +1,246 @@
+"""Great Expectations suites against literal DataFrames that follow DESIGN §4, written as a real warehouse.
+
+Real GE (file data context copied from expectations/), real local Spark. Good data passes; each broken rule
+fails the check it belongs to, at the severity configured for it.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import pathlib
+import shutil
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from conftest import ROOT
+
+DS = "2026-11-20"
+T0 = dt.datetime(2026, 11, 20, 1, 0, 0)
+
+SCHEMAS = {
+    "events": (
+        "event_id string, event_time timestamp, source string, source_file string, line_no long, event_type string, "
+        "consumer_group string, producer_group string, msg_id string, offset_msg_id string, origin_msg_id string, "
+        "topic string, original_topic string, queue_id int, reconsume_times int, delay_level int, keys string, "
+        "tags string, body string, status_code string, cost_ms long, broker string, client_host string, "
+        "thread string, detail string"
+    ),
+    "transitions": (
+        "consumer_group string, msg_id string, hop int, from_state string, to_state string, observed_at timestamp, "
+        "expected_at timestamp, drift_ms long, delay_level int, reconsume_times int, physical_topic string, "
+        "queue_id int, inferred boolean, evidence array<string>"
+    ),
+    "lifecycles": (
+        "consumer_group string, msg_id string, original_topic string, keys string, tags string, business_key string, "
+        "first_seen timestamp, last_seen timestamp, deliveries int, final_state string, expected_final_state string, "
+        "max_reconsume_times int, anomalies array<string>"
+    ),
+    "dead_letters": (
+        "consumer_group string, msg_id string, original_topic string, dlq_at timestamp, reconsume_times int, "
+        "keys string, tags string, business_key string, body string, compensation_handler string"
+    ),
+}
+
+
+def _at(seconds: float) -> dt.datetime:
+    return T0 + dt.timedelta(seconds=seconds)
+
+
+def good_rows() -> dict[str, list[dict[str, Any]]]:
+    """One message consumed on its second delivery, one dead-lettered after 16 retries (group defaults)."""
+    events = [
+        {"event_id": f"e{i}", "event_time": _at(i), "source": "rocketmq-client-4x", "source_file": "client.log",
+         "line_no": i, "event_type": t, "consumer_group": "GID_orders", "msg_id": "M1", "topic": "orders",
+         "original_topic": "orders", "reconsume_times": r}
+        for i, (t, r) in enumerate([("DELIVERED", 0), ("CONSUME_FAILED", 0), ("DELIVERED", 1), ("CONSUME_OK", 1)])
+    ]  # fmt: skip
+    events.append(
+        {"event_id": "agg", "event_time": _at(60), "source": "broker-stats", "source_file": "stats.log", "line_no": 9,
+         "event_type": "SEND_BACK_COUNT", "consumer_group": "GID_orders"}
+    )  # fmt: skip
+    transitions = [
+        {"consumer_group": "GID_orders", "msg_id": "M1", "hop": 0, "from_state": "PUBLISHED", "to_state": "DELIVERED",
+         "observed_at": _at(0), "reconsume_times": 0, "physical_topic": "orders", "inferred": False,
+         "evidence": ["e0"]},
+        {"consumer_group": "GID_orders", "msg_id": "M1", "hop": 1, "from_state": "DELIVERED", "to_state": "SCHEDULED",
+         "observed_at": _at(1), "expected_at": _at(1), "drift_ms": 0, "delay_level": 3, "reconsume_times": 1,
+         "physical_topic": "SCHEDULE_TOPIC_XXXX", "inferred": True, "evidence": []},
+        {"consumer_group": "GID_orders", "msg_id": "M1", "hop": 2, "from_state": "SCHEDULED", "to_state": "CONSUMED",
+         "observed_at": _at(11), "expected_at": _at(11.5), "drift_ms": -500, "reconsume_times": 1,
+         "physical_topic": "%RETRY%GID_orders", "inferred": False, "evidence": ["e2", "e3"]},
+    ]  # fmt: skip
+    for hop in range(17):
+        transitions.append(
+            {"consumer_group": "GID_orders", "msg_id": "M2", "hop": hop, "from_state": "READY", "to_state": "DELIVERED",
+             "observed_at": _at(100 + hop), "reconsume_times": hop,
+             "physical_topic": "orders" if hop == 0 else "%RETRY%GID_orders", "inferred": False}
+        )  # fmt: skip
+    transitions.append(
+        {"consumer_group": "GID_orders", "msg_id": "M2", "hop": 17, "from_state": "SENT_BACK",
+         "to_state": "DEAD_LETTERED", "observed_at": _at(200), "reconsume_times": 16,
+         "physical_topic": "%DLQ%GID_orders", "inferred": False}
+    )  # fmt: skip
+    lifecycles = [
+        {"consumer_group": "GID_orders", "msg_id": "M1", "original_topic": "orders", "first_seen": _at(0),
+         "last_seen": _at(11), "deliveries": 2, "final_state": "CONSUMED", "expected_final_state": "CONSUMED",
+         "max_reconsume_times": 1, "anomalies": []},
+        {"consumer_group": "GID_orders", "msg_id": "M2", "original_topic": "orders", "first_seen": _at(100),
+         "last_seen": _at(200), "deliveries": 17, "final_state": "DEAD_LETTERED",
+         "expected_final_state": "DEAD_LETTERED", "max_reconsume_times": 16, "anomalies": ["LATE_REDELIVERY"]},
+    ]  # fmt: skip
+    dead_letters = [
+        {"consumer_group": "GID_orders", "msg_id": "M2", "original_topic": "orders", "dlq_at": _at(200),
+         "reconsume_times": 16, "compensation_handler": "log-only"}
+    ]  # fmt: skip
+    return {"events": events, "transitions": transitions, "lifecycles": lifecycles, "dead_letters": dead_letters}
+
+
+def write_warehouse(spark: Any, warehouse: pathlib.Path, tables: dict[str, list[dict[str, Any]]], ds: str = DS) -> None:
+    from pyspark.sql.types import _parse_datatype_string
+
+    for table, rows in tables.items():
+        schema = _parse_datatype_string(SCHEMAS[table])
+        ordered = [tuple(row.get(f.name) for f in schema.fields) for row in rows]
+        spark.createDataFrame(ordered, schema).coalesce(1).write.mode("overwrite").parquet(
+            str(warehouse / table / f"dt={ds}")
+        )
+
+
+@pytest.fixture(scope="session")
+def gx_root(tmp_path_factory: pytest.TempPathFactory) -> Iterator[pathlib.Path]:
+    """A writable copy of the committed project, so tests never write Data Docs into the checkout."""
+    root = tmp_path_factory.mktemp("gx") / "expectations"
+    shutil.copytree(ROOT / "expectations", root, ignore=shutil.ignore_patterns("uncommitted"))
+    previous = os.environ.get("ROCKETMQ_RETRY_GX_ROOT")
+    os.environ["ROCKETMQ_RETRY_GX_ROOT"] = str(root)
+    yield root
+    if previous is None:
+        os.environ.pop("ROCKETMQ_RETRY_GX_ROOT", None)
+    else:
+        os.environ["ROCKETMQ_RETRY_GX_ROOT"] = previous
+
+
+def _validate(spark: Any, tmp_path: pathlib.Path, tables: dict[str, list[dict[str, Any]]], **settings: Any) -> Any:
+    from rocketmq_retry.config import Config
+    from rocketmq_retry.validation.run import validate_partition
+    from rocketmq_retry.validation.settings import ValidationSettings
+
+    warehouse = tmp_path / "warehouse"
+    write_warehouse(spark, warehouse, tables)
+    return validate_partition(DS, str(warehouse), Config(), ValidationSettings(**settings), spark)
+
+
+def _failed(summary: Any) -> dict[str, str]:
+    return {r.check: r.severity for r in summary.results if not r.success}
+
+
+@pytest.mark.spark
+def test_good_partition_passes_through_the_cli_and_writes_data_docs(
+    spark: Any, gx_root: pathlib.Path, tmp_path: pathlib.Path, capsys: Any
+) -> None:
+    """`rocketmq-retry validate` (run.main): exit 0, every check met, a run page linking the three tables."""
+    import json
+
+    from rocketmq_retry.validation.run import main
+
+    warehouse = tmp_path / "warehouse"
+    write_warehouse(spark, warehouse, good_rows())
+    assert main(["--date", DS, "--warehouse", str(warehouse), "--json"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert [r["check"] for r in summary["results"] if not r["success"]] == []
+    assert summary["success"] and summary["rows"] == {"events": 5, "transitions": 21, "lifecycles": 2}
+    assert summary["evaluated"] == len(summary["results"]) > 30
+    page = pathlib.Path(summary["docs_page"])
+    assert page == gx_root / "gx" / "uncommitted" / "data_docs" / "local_site" / "runs" / f"dt={DS}.html"
+    assert "passed" in page.read_text()
+    assert set(summary["validation_pages"]) == {"events", "transitions", "lifecycles"}
+    for path in summary["validation_pages"].values():
+        assert pathlib.Path(path).is_file()
+    assert (page.parent.parent / "index.html").is_file()
+
+    assert main(["--date", "2026-11-21", "--warehouse", str(warehouse)]) == 3
+    assert "no events partition for 2026-11-21" in capsys.readouterr().err
+    assert main(["--date", "20261120", "--warehouse", str(warehouse)]) == 2
+
+
+@pytest.mark.spark
+def test_broken_rules_fail_their_checks_at_their_configured_severity(
+    spark: Any, gx_root: pathlib.Path, tmp_path: pathlib.Path
+) -> None:
+    tables = good_rows()
+    t = tables["transitions"]
+    t[2]["reconsume_times"] = 0  # M1 goes 1 -> 0: reconsume times must never decrease
+    t[2]["drift_ms"] = 2_000  # beyond the 1 s tolerance configured below, and made critical there
+    t.append({"consumer_group": "GID_orders", "msg_id": "M2", "hop": 18, "from_state": "READY", "to_state": "DELIVERED",
+              "observed_at": _at(300), "reconsume_times": 16, "physical_topic": "%RETRY%GID_orders"})  # fmt: skip
+    # M3 reaches the DLQ after one retry (its group's max is 16); M4 too, but its consumer asked for it.
+    t.extend(
+        {"consumer_group": "GID_orders", "msg_id": msg, "hop": h, "from_state": "X", "to_state": "X",
+         "observed_at": _at(400 + h),
+         "reconsume_times": h, "delay_level": level, "physical_topic": topic}
+        for msg, level in (("M3", None), ("M4", -1))
+        for h, topic in ((0, "orders"), (1, "%RETRY%GID_orders"), (2, "%DLQ%GID_orders"))
+    )  # fmt: skip
+    tables["lifecycles"][0]["final_state"] = "LOST"
+    tables["lifecycles"][1]["anomalies"] = ["NOT_A_CODE"]
+    tables["events"][0]["event_id"] = "e1"  # duplicate id
+
+    summary = _validate(
+        spark, tmp_path, tables, drift_tolerance_ms=1_000, severities={"transitions.drift_within_tolerance": "critical"}
+    )
+    assert _failed(summary) == {
+        "transitions.reconsume_times_increasing": "critical",
+        "transitions.drift_within_tolerance": "critical",
+        "transitions.nothing_delivered_after_dlq": "warning",
+        "transitions.dlq_at_max_or_override": "warning",
+        "lifecycles.final_state_allowed": "critical",
+        "lifecycles.anomaly_codes_allowed": "warning",
+        "events.event_id_unique": "critical",
+    }
+    dlq = next(r for r in summary.results if r.check == "transitions.dlq_at_max_or_override")
+    assert dlq.observed == 1  # M3 only: M4's delay level -1 is the consumer's override
+    assert not summary.success
+    assert "FAILED" in pathlib.Path(summary.docs_page).read_text()
+
+
+def test_unknown_check_in_severities_is_a_config_error(tmp_path: pathlib.Path) -> None:
+    from rocketmq_retry.errors import ConfigError
+    from rocketmq_retry.validation.settings import load_validation_settings
+
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("validation:\n  severities: {transitions.drift: critical}\n")
+    with pytest.raises(ConfigError, match=r"validation\.severities: unknown check\(s\) transitions\.drift"):
+        load_validation_settings(cfg)
+
+
+def test_committed_project_matches_the_code(gx_root: pathlib.Path) -> None:
+    """expectations/ is generated by `python -m rocketmq_retry.validation.project`; keep it in step."""
+    import great_expectations as gx
+
+    from rocketmq_retry.config import Config
+    from rocketmq_retry.validation.project import _fingerprint, checkpoint_name, validation_definition_name
+    from rocketmq_retry.validation.settings import ValidationSettings
+    from rocketmq_retry.validation.suites import TABLES, expectations_for, suite_name
+
+    context = gx.get_context(mode="file", project_root_dir=str(ROOT / "expectations"))
+    for table in TABLES:
+        stored = context.suites.get(suite_name(table))
+        assert _fingerprint(stored.expectations) == _fingerprint(
+            expectations_for(table, Config(), ValidationSettings())
+        )
+        assert context.validation_definitions.get(validation_definition_name(table)).suite.name == suite_name(table)
+        assert context.checkpoints.get(checkpoint_name(table)).actions[0].type == "update_data_docs"
+    types = {e.expectation_type for t in TABLES for e in context.suites.get(suite_name(t)).expectations}
+    assert {"unexpected_rows_expectation", "expect_column_pair_values_a_to_be_greater_than_b"} <= types
+
+
+def test_every_event_type_the_ingest_job_emits_is_allowed() -> None:
+    """events.event_type_allowed must follow the ingest job's vocabulary, not just DESIGN's starting list."""
+    from rocketmq_retry.jobs import ingest_patterns
+    from rocketmq_retry.validation.suites import EVENT_TYPES
+
+    emitted = {statement.event_type for statement in ingest_patterns.STATEMENTS}
+    assert emitted - set(EVENT_TYPES) == set()
