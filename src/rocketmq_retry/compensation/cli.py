@@ -1,0 +1,226 @@
+"""``rocketmq-retry compensation list|show|retry|migrate``: the ledger, for operators (DESIGN §7)."""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+from rocketmq_retry.compensation import tasks
+from rocketmq_retry.compensation.ledger import Ledger, LedgerRow, resolve_ledger_url, upgrade
+from rocketmq_retry.compensation.model import State, idempotency_key
+from rocketmq_retry.config import load_config
+from rocketmq_retry.errors import UserError
+
+PROG = "rocketmq-retry compensation"
+
+
+def _common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--config", help="config file (default: $ROCKETMQ_RETRY_CONFIG, else built-in defaults)")
+    p.add_argument("--warehouse", help="warehouse root (fills {warehouse} in compensation.ledger_url)")
+    p.add_argument("--ledger-url", help="SQLAlchemy URL of the ledger (overrides compensation.ledger_url)")
+
+
+def _dates(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--date", help="one dead-letter date (YYYY-MM-DD)")
+    p.add_argument("--from", dest="date_from", help="first dead-letter date (inclusive)")
+    p.add_argument("--to", dest="date_to", help="last dead-letter date (inclusive)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog=PROG, description="Inspect and re-drive the compensation ledger.")
+    sub = parser.add_subparsers(dest="action", required=True)
+
+    p = sub.add_parser("list", help="ledger rows, newest partitions last")
+    _common(p)
+    _dates(p)
+    p.add_argument("--state", action="append", type=str.upper, choices=[s.value for s in State], help="repeatable")
+    p.add_argument("--group", help="consumer group")
+    p.add_argument("--limit", type=int, default=200, help="rows shown (default 200; 0 = all)")
+    p.add_argument("--format", choices=("table", "json"), default="table")
+
+    p = sub.add_parser("show", help="everything the ledger knows about one dead letter")
+    _common(p)
+    p.add_argument("msg_id")
+    p.add_argument("--group", help="consumer group (needed only when several groups dead-lettered the id)")
+    p.add_argument("--format", choices=("text", "json"), default="text")
+
+    p = sub.add_parser(
+        "retry",
+        help="re-drive chosen dead letters, or every FAILED one of a date range",
+        description="Reopen FAILED/GAVE_UP/SKIPPED rows (never DONE ones) and, with --warehouse, execute them now; "
+        "without --warehouse they are only reopened and the next compensate run of their date executes them.",
+    )
+    _common(p)
+    _dates(p)
+    p.add_argument("msg_ids", nargs="*", metavar="MSG_ID", help="dead letters to re-drive (default: by --state)")
+    p.add_argument("--group", help="consumer group")
+    p.add_argument("--state", action="append", type=str.upper, choices=["FAILED", "GAVE_UP", "SKIPPED"])
+    p.add_argument("--no-run", action="store_true", help="only reopen; do not execute now")
+    p.add_argument("--run-id", help="recorded in the ledger (default: cli_retry__<UTC time>)")
+
+    p = sub.add_parser("migrate", help="create or upgrade the ledger schema (every command does this on open)")
+    _common(p)
+    return parser
+
+
+def _ledger_url(ns: argparse.Namespace) -> str:
+    if ns.ledger_url:
+        return str(ns.ledger_url)
+    return resolve_ledger_url(load_config(ns.config).compensation.ledger_url, ns.warehouse)
+
+
+def _open(ns: argparse.Namespace) -> Ledger:
+    comp = load_config(ns.config).compensation
+    return Ledger.open(_ledger_url(ns), lease_seconds=comp.lease_seconds, max_attempts=comp.max_attempts)
+
+
+def _range(ns: argparse.Namespace) -> tuple[str | None, str | None]:
+    if ns.date and (ns.date_from or ns.date_to):
+        raise UserError("use --date or --from/--to, not both")
+    if ns.date:
+        return ns.date, ns.date
+    return ns.date_from, ns.date_to
+
+
+def _when(value: dt.datetime | None) -> str:
+    return value.strftime("%Y-%m-%d %H:%M:%S") if value else "-"
+
+
+def _table(rows: list[LedgerRow]) -> str:
+    header = (
+        "dlq_date",
+        "consumer_group",
+        "msg_id",
+        "state",
+        "tries",
+        "handler",
+        "business_key",
+        "last_attempt",
+        "last_error",
+    )
+    body = [
+        (
+            r.dlq_date or "-",
+            r.consumer_group,
+            r.msg_id,
+            r.state.value,
+            str(r.attempts),
+            r.handler or "-",
+            r.business_key or "-",
+            _when(r.last_attempt_at),
+            (r.last_error or "")[:60],
+        )
+        for r in rows
+    ]
+    widths = [max(len(x[i]) for x in [header, *body]) for i in range(len(header) - 1)]
+    lines = []
+    for row in [header, *body]:
+        lines.append("  ".join(c.ljust(w) for c, w in zip(row[:-1], widths, strict=True)) + "  " + row[-1])
+    return "\n".join(line.rstrip() for line in lines)
+
+
+def _list(ns: argparse.Namespace) -> int:
+    date_from, date_to = _range(ns)
+    with _open(ns) as ledger:
+        rows = ledger.rows(
+            states=[State(s) for s in ns.state or []],
+            date_from=date_from,
+            date_to=date_to,
+            consumer_group=ns.group,
+            limit=ns.limit or None,
+        )
+        counts = ledger.counts(date_from=date_from, date_to=date_to)
+    if ns.format == "json":
+        for row in rows:
+            print(json.dumps(row.as_dict(), sort_keys=True))
+        return 0
+    if rows:
+        print(_table(rows))
+    total = sum(counts.values())
+    by_state = ", ".join(f"{s.value} {counts[s.value]}" for s in State if counts.get(s.value))
+    print(f"{len(rows)} row(s) shown; ledger{_scope(date_from, date_to)}: {total} ({by_state or 'empty'})")
+    return 0
+
+
+def _scope(date_from: str | None, date_to: str | None) -> str:
+    if date_from and date_from == date_to:
+        return f" for {date_from}"
+    if date_from or date_to:
+        return f" for {date_from or '…'}..{date_to or '…'}"
+    return ""
+
+
+def _show(ns: argparse.Namespace) -> int:
+    with _open(ns) as ledger:
+        rows = [r for r in ledger.find(ns.msg_id) if not ns.group or r.consumer_group == ns.group]
+    if not rows:
+        raise UserError(f"msg_id {ns.msg_id!r} is not in the ledger" + (f" for group {ns.group!r}" if ns.group else ""))
+    for i, row in enumerate(rows):
+        data: dict[str, Any] = row.as_dict()
+        data["idempotency_key"] = idempotency_key(row.consumer_group, row.msg_id)
+        if ns.format == "json":
+            print(json.dumps(data, sort_keys=True))
+            continue
+        if i:
+            print()
+        width = max(len(k) for k in data)
+        for key, value in data.items():
+            print(f"{key:<{width}}  {'-' if value is None else value}")
+    return 0
+
+
+def _retry(ns: argparse.Namespace) -> int:
+    date_from, date_to = _range(ns)
+    if not ns.msg_ids and not (date_from and date_to):
+        raise UserError("name MSG_IDs, or give --date / --from and --to to re-drive every FAILED row in that range")
+    if ns.ledger_url:
+        raise UserError("retry reads the ledger through the config (with --warehouse), not --ledger-url")
+    if ns.warehouse is None:  # fine only when the ledger URL does not need it; this says so clearly otherwise
+        resolve_ledger_url(load_config(ns.config).compensation.ledger_url, None)
+    warehouse = ns.warehouse or "."
+    batches = tasks.plan_redrive(
+        warehouse,
+        ns.config,
+        date_from=date_from,
+        date_to=date_to,
+        msg_ids=ns.msg_ids,
+        consumer_group=ns.group,
+        states=ns.state or ["FAILED"],
+    )
+    selected = sum(len(b["only"] or []) for b in batches)
+    for note in batches[0]["notes"]:
+        print(f"note: {note}")
+    if ns.no_run or ns.warehouse is None:
+        print(f"reopened {selected} dead letter(s); the next compensate run of their date executes them")
+        return 0
+    run_id = ns.run_id or "cli_retry__" + dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    summary = tasks.summarize(tasks.compensate_batch(b, run_id, ns.config) for b in batches if b["only"])
+    print(f"re-drove {selected} dead letter(s) (run {run_id}):")
+    print("  " + tasks.summary_line(summary))
+    return 1 if summary["failed"] or summary["gave_up"] else 0
+
+
+def _migrate(ns: argparse.Namespace) -> int:
+    from rocketmq_retry.compensation.ledger import create_ledger_engine
+
+    engine = create_ledger_engine(_ledger_url(ns))
+    try:
+        before, after = upgrade(engine)
+    finally:
+        engine.dispose()
+    print(f"ledger {engine.url.render_as_string(hide_password=True)}: revision {before or 'none'} -> {after}")
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    ns = build_parser().parse_args(list(sys.argv[1:] if argv is None else argv))
+    action = {"list": _list, "show": _show, "retry": _retry, "migrate": _migrate}[ns.action]
+    return action(ns)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

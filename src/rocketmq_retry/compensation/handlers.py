@@ -1,0 +1,291 @@
+"""Compensation handlers (DESIGN §6 ``compensation.handlers``): ``python``, ``http`` and ``sql``.
+
+A handler turns one dead letter into one business effect. It returns a short result for the ledger, raises
+``PermanentFailure`` when retrying cannot help (the row goes to GAVE_UP) and anything else for a transient
+failure (the row goes to FAILED and a later run or re-drive tries again). Every effect carries the dead
+letter's idempotency key, so that the receiver can drop a duplicate should a lease ever expire under a slow
+but living worker (the ledger already guarantees a single execution otherwise).
+
+Airflow connections (``conn_id``) are read lazily, when a handler is first built inside a task, never at
+import or DAG-parse time.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import logging
+import time
+from collections.abc import Callable
+from typing import Any, Protocol
+
+from rocketmq_retry.compensation.model import DeadLetter, PermanentFailure, RetryableFailure
+from rocketmq_retry.config import HandlerConfig
+from rocketmq_retry.errors import ConfigError
+
+log = logging.getLogger("rocketmq_retry.compensation")
+
+# Not (yet) configurable per handler in config.py; see docs/compensation.md.
+
+
+class Handler(Protocol):
+    name: str
+    rate_per_second: float | None
+
+    def __call__(self, letter: DeadLetter) -> str | None: ...
+
+    def close(self) -> None: ...
+
+
+def log_only(letter: DeadLetter) -> str:
+    """The default handler: records that the dead letter was seen, changes nothing anywhere."""
+    log.info(
+        "dead letter %s/%s (topic %s, business key %s, %s reconsumes): log-only, no business effect",
+        letter.consumer_group,
+        letter.msg_id,
+        letter.original_topic,
+        letter.business_key,
+        letter.reconsume_times,
+    )
+    return "logged"
+
+
+def load_callable(dotted: str) -> Callable[..., Any]:
+    """``pkg.module:function`` (or ``pkg.module.function``)."""
+    module_name, sep, attr = dotted.partition(":")
+    if not sep:
+        module_name, _, attr = dotted.rpartition(".")
+    if not module_name or not attr:
+        raise ConfigError(f"handler callable {dotted!r}: use 'package.module:function'")
+    try:
+        target: Any = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise ConfigError(f"handler callable {dotted!r}: cannot import {module_name!r} ({exc})") from None
+    for part in attr.split("."):
+        target = getattr(target, part, None)
+        if target is None:
+            raise ConfigError(f"handler callable {dotted!r}: {module_name!r} has no {attr!r}")
+    if not callable(target):
+        raise ConfigError(f"handler callable {dotted!r} is not callable")
+    return target
+
+
+class PythonHandler:
+    def __init__(self, name: str, cfg: HandlerConfig) -> None:
+        self.name = name
+        self.rate_per_second = cfg.rate_per_second
+        assert cfg.callable
+        self._fn = load_callable(cfg.callable)
+
+    def __call__(self, letter: DeadLetter) -> str | None:
+        result = self._fn(letter)
+        return None if result is None else str(result)
+
+    def close(self) -> None:
+        pass
+
+
+def _airflow_connection(conn_id: str) -> Any:
+    from airflow.sdk import BaseHook
+
+    try:
+        return BaseHook.get_connection(conn_id)
+    except Exception as exc:  # AirflowNotFoundException and friends: a config problem, not a transient one
+        raise ConfigError(f"Airflow connection {conn_id!r}: {exc}") from None
+
+
+def http_target(cfg: HandlerConfig) -> tuple[str, dict[str, str], tuple[str, str] | None]:
+    """(url, extra headers, basic auth). With ``conn_id`` the connection gives scheme, host, port, login and
+    ``extra.headers``; ``url`` is then a path (or full URL) joined to it."""
+    if not cfg.conn_id:
+        assert cfg.url
+        return cfg.url, {}, None
+    conn = _airflow_connection(cfg.conn_id)
+    host = conn.host or ""
+    if "://" in host:
+        base = host.rstrip("/")
+    else:
+        scheme = conn.schema or "http"
+        base = f"{scheme}://{host}" + (f":{conn.port}" if conn.port else "")
+    extra = conn.extra_dejson or {}
+    headers = {str(k): str(v) for k, v in (extra.get("headers") or {}).items()}
+    endpoint = extra.get("endpoint") or ""
+    url = cfg.url or endpoint
+    full = url if url.startswith(("http://", "https://")) else base + ("/" + url.lstrip("/") if url else "")
+    auth = (conn.login, conn.password or "") if conn.login else None
+    return full, headers, auth
+
+
+class HttpHandler:
+    """POST the dead letter as JSON with an ``Idempotency-Key`` header. 2xx and 409 (the receiver already has
+    it) are done; any other 4xx is permanent; 5xx, timeouts and connection errors are retried with exponential
+    back-off, and still failing after the last try, the row is FAILED for a later run."""
+
+    def __init__(
+        self,
+        name: str,
+        cfg: HandlerConfig,
+        *,
+        max_tries: int | None = None,
+        backoff_seconds: float | None = None,
+        backoff_max_seconds: float | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        import httpx
+
+        self.name = name
+        self.rate_per_second = cfg.rate_per_second
+        self.url, self._headers, auth = http_target(cfg)
+        # Explicit arguments (tests) win over the handler's config.
+        self.max_tries = max(1, cfg.max_tries if max_tries is None else max_tries)
+        self.backoff_seconds = cfg.backoff_seconds if backoff_seconds is None else backoff_seconds
+        self.backoff_max_seconds = cfg.backoff_max_seconds if backoff_max_seconds is None else backoff_max_seconds
+        self._sleep = sleep
+        self._client = httpx.Client(timeout=cfg.timeout_seconds, auth=auth)
+
+    def __call__(self, letter: DeadLetter) -> str | None:
+        import httpx
+
+        headers = {**self._headers, "Content-Type": "application/json", "Idempotency-Key": letter.idempotency_key}
+        payload = json.dumps(letter.to_json(), ensure_ascii=False).encode("utf-8")
+        last = ""
+        for attempt in range(1, self.max_tries + 1):
+            try:
+                response = self._client.post(self.url, content=payload, headers=headers)
+            except httpx.TimeoutException as exc:
+                last = f"timeout after {self._client.timeout.read}s ({type(exc).__name__})"
+            except httpx.TransportError as exc:
+                last = f"{type(exc).__name__}: {exc}"
+            else:
+                status = response.status_code
+                if 200 <= status < 300:
+                    return f"HTTP {status}"
+                if status == 409:
+                    return "HTTP 409 (receiver already had this idempotency key)"
+                snippet = response.text[:200].strip()
+                if 400 <= status < 500:
+                    raise PermanentFailure(f"HTTP {status} from {self.url}: {snippet}")
+                last = f"HTTP {status} from {self.url}: {snippet}"
+            if attempt < self.max_tries:
+                self._sleep(min(self.backoff_max_seconds, self.backoff_seconds * 2 ** (attempt - 1)))
+        raise RetryableFailure(f"{last} (after {self.max_tries} tries)")
+
+    def close(self) -> None:
+        self._client.close()
+
+
+def sql_url(cfg: HandlerConfig) -> str:
+    """SQLAlchemy URL from ``url`` or from an Airflow connection (postgres, sqlite, or anything whose URI
+    SQLAlchemy reads)."""
+    if not cfg.conn_id:
+        assert cfg.url
+        return cfg.url
+    from sqlalchemy.engine import URL
+
+    conn = _airflow_connection(cfg.conn_id)
+    kind = (conn.conn_type or "").lower()
+    if kind in ("postgres", "postgresql"):
+        return URL.create(
+            "postgresql+psycopg",
+            username=conn.login or None,
+            password=conn.password or None,
+            host=conn.host or None,
+            port=conn.port or None,
+            database=conn.schema or None,
+        ).render_as_string(hide_password=False)
+    if kind == "sqlite":
+        return f"sqlite:///{conn.host}"
+    return str(conn.get_uri())
+
+
+class SqlHandler:
+    """INSERT the dead letter into ``table`` (created with the columns below if it does not exist).
+    ``idempotency_key`` is the table's primary key, so a repeated insert is a no-op, never a second row."""
+
+    def __init__(self, name: str, cfg: HandlerConfig) -> None:
+        from sqlalchemy import Column, Integer, MetaData, String, Table, Text, inspect
+
+        from rocketmq_retry.compensation.ledger import create_ledger_engine
+
+        self.name = name
+        self.rate_per_second = cfg.rate_per_second
+        assert cfg.table
+        schema, _, table_name = cfg.table.rpartition(".")
+        self.engine = create_ledger_engine(sql_url(cfg))
+        md = MetaData(schema=schema or None)
+        try:
+            if inspect(self.engine).has_table(table_name, schema=schema or None):
+                self.table = Table(table_name, md, autoload_with=self.engine)
+            else:
+                self.table = Table(
+                    table_name,
+                    md,
+                    Column("idempotency_key", String(36), primary_key=True),
+                    Column("consumer_group", String(255), nullable=False),
+                    Column("msg_id", String(128), nullable=False),
+                    Column("original_topic", String(255)),
+                    Column("dlq_date", String(10)),
+                    Column("dlq_at", String(40)),
+                    Column("reconsume_times", Integer),
+                    Column("keys", Text),
+                    Column("tags", Text),
+                    Column("business_key", String(512)),
+                    Column("body", Text),
+                    Column("created_at", String(40)),
+                )
+                md.create_all(self.engine, checkfirst=True)
+        except Exception:
+            self.engine.dispose()
+            raise
+        if "idempotency_key" not in self.table.c:
+            self.engine.dispose()
+            raise ConfigError(f"sql handler {name!r}: table {cfg.table!r} needs an idempotency_key column")
+
+    def __call__(self, letter: DeadLetter) -> str | None:
+        import datetime as dt
+
+        from sqlalchemy import insert
+        from sqlalchemy.exc import DBAPIError, IntegrityError, OperationalError
+
+        doc = letter.to_json()
+        doc["created_at"] = dt.datetime.now(dt.UTC).isoformat()
+        row = {k: v for k, v in doc.items() if k in self.table.c}
+        dialect = self.engine.dialect.name
+        if dialect in ("sqlite", "postgresql"):
+            if dialect == "sqlite":
+                from sqlalchemy.dialects.sqlite import insert as dialect_insert
+            else:
+                from sqlalchemy.dialects.postgresql import insert as dialect_insert
+            # RETURNING tells "inserted" from "already there"; psycopg reports rowcount -1 for INSERTs here.
+            stmt: Any = (
+                dialect_insert(self.table)
+                .values(row)
+                .on_conflict_do_nothing(index_elements=["idempotency_key"])
+                .returning(self.table.c.idempotency_key)
+            )
+        else:
+            stmt = insert(self.table).values(row)
+        try:
+            with self.engine.begin() as conn:
+                result = conn.execute(stmt)
+                inserted = len(result.all()) if result.returns_rows else result.rowcount
+        except IntegrityError as exc:
+            if "idempotency_key" in str(exc.orig).lower() or "unique" in str(exc.orig).lower():
+                return "row already present"
+            raise PermanentFailure(f"insert into {self.table.fullname} rejected: {exc.orig}") from None
+        except OperationalError as exc:
+            raise RetryableFailure(f"database unavailable: {exc.orig}") from None
+        except DBAPIError as exc:
+            raise PermanentFailure(f"insert into {self.table.fullname} failed: {exc.orig}") from None
+        return f"inserted into {self.table.fullname}" if inserted else "row already present"
+
+    def close(self) -> None:
+        self.engine.dispose()
+
+
+def build_handler(name: str, cfg: HandlerConfig) -> Handler:
+    if cfg.type == "python":
+        return PythonHandler(name, cfg)
+    if cfg.type == "http":
+        return HttpHandler(name, cfg)
+    return SqlHandler(name, cfg)

@@ -1,0 +1,583 @@
+"""The compensation ledger: one row per (consumer_group, msg_id), in any SQLAlchemy database.
+
+Every state change is one conditional ``UPDATE`` (or ``INSERT … ON CONFLICT DO NOTHING``) whose ``WHERE``
+clause states the transition it makes, so two workers can never both win: the database decides. A claim
+carries a lease; a worker that dies keeps its claim only until the lease expires, then any worker may take
+it again. Outcomes are fenced by the claim's token, so a worker whose lease was taken over cannot overwrite
+the newer claim's result.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import datetime as dt
+import fcntl
+import logging
+import os
+import pathlib
+import uuid
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import Any
+
+from sqlalchemy import Engine, and_, create_engine, event, func, insert, or_, select, text, tuple_, update
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import IntegrityError
+
+from rocketmq_retry.compensation.model import REOPENABLE, State
+from rocketmq_retry.compensation.schema import TABLE_NAME, VERSION_TABLE, ledger
+from rocketmq_retry.errors import ConfigError, UserError
+
+log = logging.getLogger(__name__)
+
+MIGRATIONS_DIR = pathlib.Path(__file__).resolve().parent / "migrations"
+# Any constant will do; it only has to be the same for every process that migrates this ledger.
+_PG_MIGRATION_LOCK = 0x524D5152_4C454447 & 0x7FFFFFFFFFFFFFFF
+_INSERT_CHUNK = 500
+
+
+def utcnow() -> dt.datetime:
+    return dt.datetime.now(dt.UTC)
+
+
+def resolve_ledger_url(template: str, warehouse: str | os.PathLike[str] | None) -> str:
+    """Fill ``{warehouse}`` (DESIGN §6) with the absolute warehouse path."""
+    if "{warehouse}" in template:
+        if warehouse is None:
+            raise ConfigError(
+                f"compensation.ledger_url {template!r} names {{warehouse}}: pass --warehouse (or set ledger_url)"
+            )
+        template = template.replace("{warehouse}", str(pathlib.Path(warehouse).resolve()))
+    return template
+
+
+def create_ledger_engine(url: str) -> Engine:
+    """An engine tuned for many short write transactions from several processes."""
+    parsed = make_url(url)
+    if parsed.get_backend_name() == "sqlite":
+        database = parsed.database or ""
+        if database in ("", ":memory:") or database.startswith("file:"):
+            raise ConfigError(f"ledger_url {url!r}: an SQLite ledger must be a file so that every worker sees it")
+        pathlib.Path(database).parent.mkdir(parents=True, exist_ok=True)
+        engine = create_engine(url, connect_args={"timeout": 60})
+
+        @event.listens_for(engine, "connect")
+        def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
+            cur = dbapi_conn.cursor()
+            # WAL lets readers (list/show, state checks) proceed while a worker writes.
+            cur.execute("PRAGMA journal_mode=WAL")
+            cur.execute("PRAGMA busy_timeout=60000")
+            # Durable across process crashes (what leases are about); a power loss may forget the last commits,
+            # and then the idempotency key keeps the repeated effect harmless.
+            cur.execute("PRAGMA synchronous=NORMAL")
+            cur.close()
+
+        return engine
+    # No pre-ping: it would add a round trip to every claim; a dropped connection fails one transaction.
+    return create_engine(parsed, pool_recycle=1800)
+
+
+def _alembic_config(connection: Any) -> Any:
+    from alembic.config import Config as AlembicConfig
+
+    cfg = AlembicConfig()
+    cfg.set_main_option("script_location", str(MIGRATIONS_DIR))
+    cfg.attributes["connection"] = connection
+    return cfg
+
+
+def head_revision() -> str:
+    from alembic.script import ScriptDirectory
+
+    cfg = _alembic_config(None)
+    head = ScriptDirectory.from_config(cfg).get_current_head()
+    assert head is not None
+    return head
+
+
+def current_revision(engine: Engine) -> str | None:
+    from alembic.migration import MigrationContext
+
+    with engine.connect() as conn:
+        return MigrationContext.configure(conn, opts={"version_table": VERSION_TABLE}).get_current_revision()
+
+
+@contextlib.contextmanager
+def _sqlite_file_lock(engine: Engine) -> Iterator[None]:
+    lock_path = pathlib.Path(str(engine.url.database) + ".migrate-lock")
+    with open(lock_path, "a+") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def upgrade(engine: Engine, revision: str = "head") -> tuple[str | None, str | None]:
+    """Bring the ledger to ``revision``; returns (before, after). Safe when several workers start at once:
+    the first migrates under a lock, the others find the work done."""
+    from alembic import command
+
+    before = current_revision(engine)
+    target = head_revision() if revision == "head" else revision
+    if before == target:
+        return before, before
+    lock = _sqlite_file_lock(engine) if engine.dialect.name == "sqlite" else contextlib.nullcontext()
+    with lock, engine.begin() as conn:
+        if engine.dialect.name == "postgresql":
+            conn.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": _PG_MIGRATION_LOCK})
+        command.upgrade(_alembic_config(conn), revision)
+    after = current_revision(engine)
+    if before != after:
+        log.info("compensation ledger migrated from %s to %s", before or "empty", after)
+    return before, after
+
+
+@dataclasses.dataclass(frozen=True)
+class Registration:
+    """A dead letter as first written to the ledger."""
+
+    consumer_group: str
+    msg_id: str
+    dlq_date: str | None
+    original_topic: str | None
+    handler: str | None
+    business_key: str | None
+    skip_reason: str | None = None  # why no handler was found (recorded when the row is SKIPPED)
+
+
+@dataclasses.dataclass(frozen=True)
+class Claim:
+    consumer_group: str
+    msg_id: str
+    token: str
+    attempt: int
+    lease_expires_at: dt.datetime
+
+
+@dataclasses.dataclass(frozen=True)
+class LedgerRow:
+    consumer_group: str
+    msg_id: str
+    state: State
+    attempts: int
+    handler: str | None
+    business_key: str | None
+    first_seen: dt.datetime
+    last_attempt_at: dt.datetime | None
+    completed_at: dt.datetime | None
+    last_error: str | None
+    airflow_run_id: str | None
+    claimed_by: str | None
+    lease_expires_at: dt.datetime | None
+    dlq_date: str | None
+    original_topic: str | None
+    redrives: int
+    result: str | None
+
+    @classmethod
+    def from_mapping(cls, row: Any) -> LedgerRow:
+        values = {f.name: row[f.name] for f in dataclasses.fields(cls)}
+        values["state"] = State(values["state"])
+        return cls(**values)
+
+    def as_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            out[f.name] = (
+                value.isoformat() if isinstance(value, dt.datetime) else str(value) if f.name == "state" else value
+            )
+        return out
+
+
+def _claimable(now: dt.datetime, max_attempts: int) -> Any:
+    t = ledger.c
+    return and_(
+        t.attempts < max_attempts,
+        or_(
+            t.state.in_([State.PENDING.value, State.FAILED.value]),
+            and_(t.state == State.CLAIMED.value, t.lease_expires_at < now),
+        ),
+    )
+
+
+def _key(consumer_group: str, msg_id: str) -> Any:
+    return and_(ledger.c.consumer_group == consumer_group, ledger.c.msg_id == msg_id)
+
+
+def _truncate(value: str | None, limit: int = 4000) -> str | None:
+    if value is None or len(value) <= limit:
+        return value
+    return value[: limit - 1] + "…"
+
+
+class Ledger:
+    def __init__(
+        self,
+        engine: Engine,
+        *,
+        lease_seconds: int = 300,
+        max_attempts: int = 5,
+        clock: Callable[[], dt.datetime] = utcnow,
+    ) -> None:
+        self.engine = engine
+        self.lease_seconds = lease_seconds
+        self.max_attempts = max_attempts
+        self.clock = clock
+
+    @classmethod
+    def open(
+        cls,
+        url: str,
+        *,
+        lease_seconds: int = 300,
+        max_attempts: int = 5,
+        migrate: bool = True,
+        clock: Callable[[], dt.datetime] = utcnow,
+    ) -> Ledger:
+        engine = create_ledger_engine(url)
+        try:
+            if migrate:
+                upgrade(engine)
+            elif current_revision(engine) != head_revision():
+                raise UserError(f"compensation ledger at {engine.url!r} is not at revision {head_revision()}")
+        except Exception as exc:
+            engine.dispose()
+            if isinstance(exc, UserError):
+                raise
+            from sqlalchemy.exc import OperationalError
+
+            if isinstance(exc, OperationalError):
+                raise UserError(f"cannot open compensation ledger {engine.url!r}: {exc.orig}") from None
+            raise
+        return cls(engine, lease_seconds=lease_seconds, max_attempts=max_attempts, clock=clock)
+
+    def close(self) -> None:
+        self.engine.dispose()
+
+    def __enter__(self) -> Ledger:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.close()
+
+    # --- registration -------------------------------------------------------------------------
+
+    def register(self, entries: Iterable[Registration]) -> int:
+        """Insert dead letters not yet in the ledger; existing rows are left exactly as they are.
+        Returns how many rows were new."""
+        now = self.clock()
+        rows = [
+            {
+                "consumer_group": e.consumer_group,
+                "msg_id": e.msg_id,
+                # Even without a handler the row starts PENDING: the batch that reaches it records SKIPPED
+                # through a claim, so a run reports what it skipped and a re-run reports it as already skipped.
+                "state": State.PENDING.value,
+                "attempts": 0,
+                "handler": e.handler,
+                "business_key": _truncate(e.business_key, 512),
+                "first_seen": now,
+                "dlq_date": e.dlq_date,
+                "original_topic": e.original_topic,
+                "redrives": 0,
+            }
+            for e in entries
+        ]
+        inserted = 0
+        dialect = self.engine.dialect.name
+        for start in range(0, len(rows), _INSERT_CHUNK):
+            chunk = rows[start : start + _INSERT_CHUNK]
+            if dialect in ("sqlite", "postgresql"):
+                if dialect == "sqlite":
+                    from sqlalchemy.dialects.sqlite import insert as dialect_insert
+                else:
+                    from sqlalchemy.dialects.postgresql import insert as dialect_insert
+                # RETURNING counts the rows really inserted; executemany's rowcount is -1 on some drivers.
+                stmt = (
+                    dialect_insert(ledger)
+                    .values(chunk)
+                    .on_conflict_do_nothing(index_elements=["consumer_group", "msg_id"])
+                    .returning(ledger.c.msg_id)
+                )
+                with self.engine.begin() as conn:
+                    inserted += len(conn.execute(stmt).all())
+            else:  # other databases: one row at a time, a duplicate key means "already there"
+                for row in chunk:
+                    try:
+                        with self.engine.begin() as conn:
+                            conn.execute(insert(ledger), row)
+                        inserted += 1
+                    except IntegrityError:
+                        pass
+        return inserted
+
+    # --- claiming -----------------------------------------------------------------------------
+
+    def claim(
+        self,
+        consumer_group: str,
+        msg_id: str,
+        *,
+        worker: str,
+        run_id: str | None = None,
+        handler: str | None = None,
+    ) -> Claim | None:
+        """Atomically take the row if it is claimable (PENDING, FAILED, or CLAIMED with an expired lease,
+        and attempts left). None: someone else holds it, or it is finished."""
+        claims, _ = self.claim_many([(consumer_group, msg_id)], worker=worker, run_id=run_id, handler=handler)
+        return claims.get((consumer_group, msg_id))
+
+    def claim_many(
+        self,
+        keys: Sequence[tuple[str, str]],
+        *,
+        worker: str,
+        run_id: str | None = None,
+        handler: str | None = None,
+    ) -> tuple[dict[tuple[str, str], Claim], dict[tuple[str, str], LedgerRow]]:
+        """Claim every claimable row of ``keys`` in ONE conditional UPDATE (one commit for a chunk instead of
+        one per message). Returns (claims won, current rows of the keys not won). On PostgreSQL the rows are
+        picked ``FOR UPDATE SKIP LOCKED``: racing workers split a chunk instead of waiting or deadlocking;
+        SQLite serialises writers, so its plain conditional UPDATE is already atomic."""
+        if not keys:
+            return {}, {}
+        t = ledger.c
+        now = self.clock()
+        token = uuid.uuid4().hex
+        expires = now + dt.timedelta(seconds=self.lease_seconds)
+        values: dict[str, Any] = {
+            "state": State.CLAIMED.value,
+            "attempts": t.attempts + 1,
+            "claimed_by": _truncate(worker, 255),
+            "claim_token": token,
+            "lease_expires_at": expires,
+            "last_attempt_at": now,
+            "airflow_run_id": run_id,
+        }
+        if handler is not None:
+            values["handler"] = handler
+        wanted = tuple_(t.consumer_group, t.msg_id).in_([tuple(k) for k in keys])
+        if self.engine.dialect.name == "postgresql":
+            lockable = (
+                select(t.consumer_group, t.msg_id)
+                .where(wanted, _claimable(now, self.max_attempts))
+                .order_by(t.consumer_group, t.msg_id)
+                .with_for_update(skip_locked=True)
+            )
+            target = tuple_(t.consumer_group, t.msg_id).in_(lockable)
+        else:
+            target = wanted
+        stmt = (
+            update(ledger)
+            .where(target, _claimable(now, self.max_attempts))
+            .values(**values)
+            .returning(t.consumer_group, t.msg_id, t.attempts)
+        )
+        with self.engine.begin() as conn:
+            won = {(g, m): Claim(g, m, token, int(a), expires) for g, m, a in conn.execute(stmt)}
+        lost = [k for k in keys if tuple(k) not in won]
+        others = self.states(lost) if lost else {}
+        exhausted = [
+            k
+            for k, row in others.items()
+            if row.attempts >= self.max_attempts
+            and (row.state == State.FAILED or (row.state == State.CLAIMED and not self._lease_live(row, now)))
+        ]
+        for k in exhausted:
+            self._give_up_exhausted(*k, now)
+        if exhausted:
+            others.update(self.states(exhausted))
+        return won, others
+
+    @staticmethod
+    def _lease_live(row: LedgerRow, now: dt.datetime) -> bool:
+        return row.lease_expires_at is not None and row.lease_expires_at >= now
+
+    def release(self, claim: Claim) -> bool:
+        """Give a claim back unused (no handler ran): the attempt is not counted."""
+        return self._finish(
+            claim, state=State.PENDING.value, attempts=ledger.c.attempts - 1, claimed_by=None, quiet=True
+        )
+
+    def _give_up_exhausted(self, consumer_group: str, msg_id: str, now: dt.datetime) -> None:
+        """A row out of attempts that is still FAILED (max_attempts was lowered) or CLAIMED with a dead lease
+        (its last worker was lost) is finished: say so instead of leaving it looking in progress."""
+        t = ledger.c
+        stmt = (
+            update(ledger)
+            .where(
+                _key(consumer_group, msg_id),
+                t.attempts >= self.max_attempts,
+                or_(t.state == State.FAILED.value, and_(t.state == State.CLAIMED.value, t.lease_expires_at < now)),
+            )
+            .values(
+                state=State.GAVE_UP.value,
+                claim_token=None,
+                lease_expires_at=None,
+                last_error=func.coalesce(t.last_error, "lease expired on the last attempt (worker lost?)"),
+            )
+        )
+        with self.engine.begin() as conn:
+            conn.execute(stmt)
+
+    def _finish(self, claim: Claim, *, quiet: bool = False, **values: Any) -> bool:
+        stmt = (
+            update(ledger)
+            .where(
+                _key(claim.consumer_group, claim.msg_id),
+                ledger.c.state == State.CLAIMED.value,
+                ledger.c.claim_token == claim.token,
+            )
+            .values(claim_token=None, lease_expires_at=None, **values)
+        )
+        with self.engine.begin() as conn:
+            ok = conn.execute(stmt).rowcount == 1
+        if not ok and not quiet:
+            log.warning(
+                "lost the claim on %s/%s before recording its outcome (lease of %ss expired?)",
+                claim.consumer_group,
+                claim.msg_id,
+                self.lease_seconds,
+            )
+        return ok
+
+    def complete(self, claim: Claim, result: str | None = None, *, handler: str | None = None) -> bool:
+        """Record DONE. False if the claim was lost (its lease expired and another worker took it)."""
+        extra = {"handler": handler} if handler else {}
+        return self._finish(
+            claim, state=State.DONE.value, completed_at=self.clock(), last_error=None, result=_truncate(result), **extra
+        )
+
+    def fail(self, claim: Claim, error: str, *, permanent: bool, handler: str | None = None) -> State | None:
+        """Record a failure: GAVE_UP if permanent or out of attempts, else FAILED (claimable again)."""
+        exhausted = claim.attempt >= self.max_attempts
+        state = State.GAVE_UP if permanent or exhausted else State.FAILED
+        if exhausted and not permanent:
+            error = f"gave up after {claim.attempt} attempts: {error}"
+        extra = {"handler": handler} if handler else {}
+        return state if self._finish(claim, state=state.value, last_error=_truncate(error), **extra) else None
+
+    def skip(self, claim: Claim, reason: str) -> bool:
+        return self._finish(claim, state=State.SKIPPED.value, last_error=_truncate(reason))
+
+    # --- reading ------------------------------------------------------------------------------
+
+    def get(self, consumer_group: str, msg_id: str) -> LedgerRow | None:
+        with self.engine.connect() as conn:
+            row = conn.execute(select(ledger).where(_key(consumer_group, msg_id))).mappings().first()
+        return LedgerRow.from_mapping(row) if row else None
+
+    def find(self, msg_id: str) -> list[LedgerRow]:
+        with self.engine.connect() as conn:
+            rows = conn.execute(select(ledger).where(ledger.c.msg_id == msg_id)).mappings().all()
+        return [LedgerRow.from_mapping(r) for r in rows]
+
+    def rows(
+        self,
+        *,
+        states: Sequence[State] | None = None,
+        date_from: str | None = None,
+        date_to: str | None = None,
+        consumer_group: str | None = None,
+        msg_ids: Sequence[str] | None = None,
+        limit: int | None = None,
+    ) -> list[LedgerRow]:
+        t = ledger.c
+        stmt = select(ledger)
+        if states:
+            stmt = stmt.where(t.state.in_([s.value for s in states]))
+        if date_from:
+            stmt = stmt.where(t.dlq_date >= date_from)
+        if date_to:
+            stmt = stmt.where(t.dlq_date <= date_to)
+        if consumer_group:
+            stmt = stmt.where(t.consumer_group == consumer_group)
+        if msg_ids:
+            stmt = stmt.where(t.msg_id.in_(list(msg_ids)))
+        stmt = stmt.order_by(t.dlq_date, t.consumer_group, t.msg_id)
+        if limit:
+            stmt = stmt.limit(limit)
+        with self.engine.connect() as conn:
+            return [LedgerRow.from_mapping(r) for r in conn.execute(stmt).mappings()]
+
+    def states(self, keys: Iterable[tuple[str, str]]) -> dict[tuple[str, str], LedgerRow]:
+        """Ledger rows for ``keys`` (missing keys are absent from the answer)."""
+        wanted = set(keys)
+        groups = sorted({g for g, _ in wanted})
+        out: dict[tuple[str, str], LedgerRow] = {}
+        t = ledger.c
+        with self.engine.connect() as conn:
+            for group in groups:
+                ids = sorted(m for g, m in wanted if g == group)
+                for start in range(0, len(ids), _INSERT_CHUNK):
+                    stmt = select(ledger).where(
+                        t.consumer_group == group, t.msg_id.in_(ids[start : start + _INSERT_CHUNK])
+                    )
+                    for r in conn.execute(stmt).mappings():
+                        row = LedgerRow.from_mapping(r)
+                        out[(row.consumer_group, row.msg_id)] = row
+        return out
+
+    def is_claimable(self, row: LedgerRow) -> bool:
+        if row.attempts >= self.max_attempts:
+            return False
+        if row.state in (State.PENDING, State.FAILED):
+            return True
+        return row.state == State.CLAIMED and (row.lease_expires_at is None or row.lease_expires_at < self.clock())
+
+    def counts(self, *, date_from: str | None = None, date_to: str | None = None) -> dict[str, int]:
+        t = ledger.c
+        stmt = select(t.state, func.count()).group_by(t.state)
+        if date_from:
+            stmt = stmt.where(t.dlq_date >= date_from)
+        if date_to:
+            stmt = stmt.where(t.dlq_date <= date_to)
+        with self.engine.connect() as conn:
+            return {state: int(n) for state, n in conn.execute(stmt)}
+
+    # --- operators ----------------------------------------------------------------------------
+
+    def reopen(self, rows: Iterable[LedgerRow], *, note: str = "re-driven") -> list[LedgerRow]:
+        """Send FAILED / GAVE_UP / SKIPPED rows back to PENDING with a fresh attempt budget.
+        DONE rows are never reopened: their effect already happened. Returns the rows reopened."""
+        reopened: list[LedgerRow] = []
+        t = ledger.c
+        for row in rows:
+            if row.state not in REOPENABLE:
+                continue
+            error = f"{note} (was {row.state.value} after {row.attempts} attempts)" + (
+                f": {row.last_error}" if row.last_error else ""
+            )
+            stmt = (
+                update(ledger)
+                .where(_key(row.consumer_group, row.msg_id), t.state.in_([s.value for s in REOPENABLE]))
+                .values(
+                    state=State.PENDING.value,
+                    attempts=0,
+                    redrives=t.redrives + 1,
+                    claim_token=None,
+                    lease_expires_at=None,
+                    last_error=_truncate(error),
+                )
+            )
+            with self.engine.begin() as conn:
+                if conn.execute(stmt).rowcount == 1:
+                    reopened.append(row)
+        return reopened
+
+
+__all__ = [
+    "TABLE_NAME",
+    "Claim",
+    "Ledger",
+    "LedgerRow",
+    "Registration",
+    "create_ledger_engine",
+    "current_revision",
+    "head_revision",
+    "resolve_ledger_url",
+    "upgrade",
+    "utcnow",
+]

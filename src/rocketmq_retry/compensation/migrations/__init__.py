@@ -1,0 +1,1 @@
+"""Alembic environment of the compensation ledger (run through ``rocketmq_retry.compensation.ledger.upgrade``)."""

@@ -1,0 +1,77 @@
+"""What a compensation handler sees, the ledger's states, and how handlers report failure."""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import enum
+import uuid
+from typing import Any
+
+# A fixed namespace: the idempotency key of a dead letter must never change between releases,
+# because downstream systems deduplicate on it.
+_KEY_NAMESPACE = uuid.UUID("6f1c2a4e-93b1-5d1e-8c0a-7a52e4d0b3c9")
+
+
+class State(enum.StrEnum):
+    PENDING = "PENDING"  # registered, never claimed (or reset by an operator)
+    CLAIMED = "CLAIMED"  # a worker holds the lease until lease_expires_at
+    DONE = "DONE"  # the handler's effect happened; terminal
+    FAILED = "FAILED"  # a retryable failure; claimable again while attempts < max_attempts
+    GAVE_UP = "GAVE_UP"  # permanent failure or attempts exhausted; only an operator re-drive reopens it
+    SKIPPED = "SKIPPED"  # no route (or an undefined handler); only an operator re-drive reopens it
+
+
+TERMINAL = frozenset({State.DONE, State.GAVE_UP, State.SKIPPED})
+# What an operator may send back to PENDING. DONE never: its effect already happened (DESIGN §8).
+REOPENABLE = frozenset({State.FAILED, State.GAVE_UP, State.SKIPPED})
+
+
+class PermanentFailure(Exception):
+    """Raised by a handler when retrying cannot help (e.g. HTTP 4xx): the row goes to GAVE_UP."""
+
+
+class RetryableFailure(Exception):
+    """Raised by a handler for a transient failure (e.g. HTTP 5xx, timeout): the row goes to FAILED."""
+
+
+def idempotency_key(consumer_group: str, msg_id: str) -> str:
+    """Stable key derived from the ledger key: the same dead letter always gets the same value."""
+    return str(uuid.uuid5(_KEY_NAMESPACE, f"{consumer_group}\x00{msg_id}"))
+
+
+@dataclasses.dataclass(frozen=True)
+class DeadLetter:
+    """One row of ``dead_letters/dt=D`` (DESIGN §4) plus what compensation derives from it."""
+
+    consumer_group: str
+    msg_id: str
+    dlq_date: str  # the partition (YYYY-MM-DD) the row was read from
+    original_topic: str | None = None
+    dlq_at: dt.datetime | None = None
+    reconsume_times: int | None = None
+    keys: str | None = None
+    tags: str | None = None
+    business_key: str | None = None
+    body: str | None = None
+    compensation_handler: str | None = None
+
+    @property
+    def idempotency_key(self) -> str:
+        return idempotency_key(self.consumer_group, self.msg_id)
+
+    def to_json(self) -> dict[str, Any]:
+        """The JSON document the http handler posts and the sql handler stores."""
+        return {
+            "idempotency_key": self.idempotency_key,
+            "consumer_group": self.consumer_group,
+            "msg_id": self.msg_id,
+            "original_topic": self.original_topic,
+            "dlq_date": self.dlq_date,
+            "dlq_at": self.dlq_at.isoformat() if self.dlq_at else None,
+            "reconsume_times": self.reconsume_times,
+            "keys": self.keys,
+            "tags": self.tags,
+            "business_key": self.business_key,
+            "body": self.body,
+        }

@@ -1,0 +1,461 @@
+"""What the Airflow DAGs map (and the command line runs in a loop): plan a bounded number of batches,
+compensate one batch, summarize the batches.
+
+A batch is a small JSON-able dict, never the dead letters themselves: it names the partitions and either a
+shard of them (``crc32(group, msg_id) % shards == shard``) or an explicit list of ledger keys (re-drives).
+Every batch task reads its partition itself, registers what is missing, and claims row by row, so batches
+may run in parallel, be retried, or race a backfill of the same date: the ledger lets each effect happen once.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import logging
+import math
+import os
+import socket
+import zlib
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from typing import Any, TypedDict
+
+from rocketmq_retry.compensation.deadletters import check_date, read_dead_letters
+from rocketmq_retry.compensation.handlers import Handler, build_handler
+from rocketmq_retry.compensation.ledger import Ledger, LedgerRow, Registration, resolve_ledger_url
+from rocketmq_retry.compensation.model import DeadLetter, PermanentFailure, State
+from rocketmq_retry.compensation.ratelimit import RateLimiter
+from rocketmq_retry.compensation.routing import extract_business_key, handler_for
+from rocketmq_retry.config import Config, load_config
+from rocketmq_retry.errors import UserError
+
+log = logging.getLogger("rocketmq_retry.compensation")
+
+
+ConfigLike = Config | str | os.PathLike[str] | None
+
+
+class Batch(TypedDict):
+    warehouse: str
+    config: str | None
+    dates: list[str]
+    shard: int
+    shards: int
+    only: list[list[str]] | None  # [[consumer_group, msg_id], ...] for re-drives; None = the whole shard
+    notes: list[str]
+
+
+SUMMARY_COUNTS = (
+    "dead_letters",
+    "executed",
+    "done",
+    "failed",
+    "gave_up",
+    "skipped",
+    "already_done",
+    "already_gave_up",
+    "already_skipped",
+    "held_elsewhere",
+    "lost_lease",
+)
+
+
+def _config(config: ConfigLike) -> Config:
+    if isinstance(config, Config):
+        return config
+    return load_config(config)
+
+
+def _config_ref(config: ConfigLike) -> str | None:
+    """What a batch carries to find the config again in another process."""
+    if config is None or isinstance(config, Config):
+        return os.environ.get("ROCKETMQ_RETRY_CONFIG") if config is None else None
+    return str(os.path.abspath(config))
+
+
+def open_ledger(cfg: Config, warehouse: str | os.PathLike[str] | None) -> Ledger:
+    comp = cfg.compensation
+    return Ledger.open(
+        resolve_ledger_url(comp.ledger_url, warehouse),
+        lease_seconds=comp.lease_seconds,
+        max_attempts=comp.max_attempts,
+    )
+
+
+def shard_of(consumer_group: str, msg_id: str, shards: int) -> int:
+    return zlib.crc32(f"{consumer_group}\x00{msg_id}".encode()) % shards
+
+
+def prepare(cfg: Config, letters: Iterable[DeadLetter]) -> list[tuple[DeadLetter, Registration]]:
+    """Each dead letter with its business key and handler resolved, and how it enters the ledger."""
+    comp = cfg.compensation
+    out = []
+    for letter in letters:
+        key = extract_business_key(comp.business_key, letter.keys, letter.body) or letter.business_key
+        letter = dataclasses.replace(letter, business_key=key)
+        handler, why = handler_for(comp, letter.original_topic, letter.consumer_group, letter.compensation_handler)
+        out.append(
+            (
+                letter,
+                Registration(
+                    consumer_group=letter.consumer_group,
+                    msg_id=letter.msg_id,
+                    dlq_date=letter.dlq_date,
+                    original_topic=letter.original_topic,
+                    handler=handler,
+                    business_key=key,
+                    skip_reason=None if handler else why,
+                ),
+            )
+        )
+    return out
+
+
+def _batches(warehouse: str, config: ConfigLike, dates: list[str], n: int, notes: list[str]) -> list[Batch]:
+    return [
+        Batch(
+            warehouse=str(warehouse),
+            config=_config_ref(config),
+            dates=dates,
+            shard=i,
+            shards=n,
+            only=None,
+            notes=notes if i == 0 else [],
+        )
+        for i in range(n)
+    ]
+
+
+def plan_batches(
+    date: str,
+    warehouse: str | os.PathLike[str],
+    config: ConfigLike = None,
+    max_batches: int | None = None,
+    batch_size: int | None = None,
+) -> list[Batch]:
+    """Register the date's dead letters in the ledger and split the outstanding ones into at most
+    ``max_batches`` shards (at least one, so a run with nothing new still reports that). Both default to the
+    config's ``compensation.max_batches`` / ``compensation.batch_size``."""
+    check_date(date)
+    cfg = _config(config)
+    max_batches = cfg.compensation.max_batches if max_batches is None else max_batches
+    batch_size = cfg.compensation.batch_size if batch_size is None else batch_size
+    if max_batches < 1 or batch_size < 1:
+        raise UserError("max_batches and batch_size must be at least 1")
+    warehouse = os.path.abspath(warehouse)
+    prepared = prepare(cfg, read_dead_letters(warehouse, date))
+    with open_ledger(cfg, warehouse) as ledger:
+        new = ledger.register(reg for _, reg in prepared)
+        rows = ledger.states((r.consumer_group, r.msg_id) for _, r in prepared)
+        outstanding = sum(1 for row in rows.values() if ledger.is_claimable(row))
+    shards = max(1, min(max_batches, math.ceil(outstanding / batch_size)))
+    log.info(
+        "compensation plan %s: %d dead letters, %d new in the ledger, %d outstanding -> %d batch(es)",
+        date,
+        len(prepared),
+        new,
+        outstanding,
+        shards,
+    )
+    return _batches(warehouse, config, [date], shards, [])
+
+
+def plan_redrive(
+    warehouse: str | os.PathLike[str],
+    config: ConfigLike = None,
+    *,
+    date_from: str | None = None,
+    date_to: str | None = None,
+    msg_ids: Sequence[str] = (),
+    consumer_group: str | None = None,
+    states: Sequence[str] = (State.FAILED.value,),
+    max_batches: int | None = None,
+) -> list[Batch]:
+    """Reopen chosen ledger rows (``msg_ids``, optionally one group) or every row in ``states`` for the date
+    range, and batch them for execution. DONE rows are refused: their effect already happened."""
+    for d in (date_from, date_to):
+        if d:
+            check_date(d)
+    wanted_states = [State(s.upper()) for s in states]
+    cfg = _config(config)
+    max_batches = cfg.compensation.max_batches if max_batches is None else max_batches
+    warehouse = os.path.abspath(warehouse)
+    notes: list[str] = []
+    with open_ledger(cfg, warehouse) as ledger:
+        if msg_ids:
+            rows = ledger.rows(msg_ids=msg_ids, consumer_group=consumer_group, date_from=date_from, date_to=date_to)
+            found = {r.msg_id for r in rows}
+            notes += [f"{m}: not in the ledger (run compensate for its date first)" for m in msg_ids if m not in found]
+        else:
+            if not (date_from and date_to):
+                raise UserError("re-driving by state needs a date range (date_from and date_to)")
+            rows = ledger.rows(
+                states=wanted_states, consumer_group=consumer_group, date_from=date_from, date_to=date_to
+            )
+        selected: list[LedgerRow] = []
+        for row in rows:
+            if row.state == State.DONE:
+                notes.append(f"{row.consumer_group}/{row.msg_id}: already DONE, not re-driven (effects happen once)")
+            elif row.state == State.CLAIMED and not ledger.is_claimable(row):
+                notes.append(f"{row.consumer_group}/{row.msg_id}: claimed by {row.claimed_by} right now; left alone")
+            elif row.state in (State.PENDING, State.CLAIMED) or (
+                row.state == State.FAILED and ledger.is_claimable(row)
+            ):
+                selected.append(row)
+            else:
+                selected += ledger.reopen([row], note="re-driven by operator")
+    for note in notes:
+        log.warning("re-drive: %s", note)
+    missing_date = [r for r in selected if not r.dlq_date]
+    if missing_date:
+        raise UserError(f"{len(missing_date)} ledger rows have no dlq_date (written before revision 0002)")
+    n = max(1, min(max_batches, len(selected)))
+    keys = sorted((r.consumer_group, r.msg_id, r.dlq_date or "") for r in selected)
+    batches: list[Batch] = []
+    for i in range(n):
+        part = keys[i::n]
+        batches.append(
+            Batch(
+                warehouse=str(warehouse),
+                config=_config_ref(config),
+                dates=sorted({d for _, _, d in part}),
+                shard=i,
+                shards=n,
+                only=[[g, m] for g, m, _ in part],
+                notes=notes if i == 0 else [],
+            )
+        )
+    log.info("re-drive plan: %d ledger rows -> %d batch(es)", len(selected), n)
+    return batches
+
+
+def _worker_id() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+def compensate_batch(
+    batch: Batch | dict[str, Any], run_id: str | None = None, config: ConfigLike = None
+) -> dict[str, Any]:
+    """Claim and execute every outstanding dead letter of the batch; returns counts for ``summarize``.
+    A handler that cannot be built (bad callable, missing Airflow connection) leaves its rows untouched and
+    fails the task after the others were done."""
+    cfg = _config(config if config is not None else batch.get("config"))
+    shards = int(batch.get("shards") or 1)
+    shard = int(batch.get("shard") or 0)
+    only = {(g, m) for g, m in batch["only"]} if batch.get("only") is not None else None
+    letters: list[DeadLetter] = []
+    for date in batch["dates"]:
+        for letter in read_dead_letters(batch["warehouse"], date):
+            key = (letter.consumer_group, letter.msg_id)
+            if (key in only) if only is not None else shard_of(*key, shards) == shard:
+                letters.append(letter)
+    notes = list(batch.get("notes") or [])
+    if only is not None:
+        found = {(letter.consumer_group, letter.msg_id) for letter in letters}
+        notes += [
+            f"{g}/{m}: no longer in dead_letters of {', '.join(batch['dates'])}; left PENDING"
+            for g, m in sorted(only - found)
+        ]
+    counts: Counter[str] = Counter(dead_letters=len(letters))
+    per_handler: dict[str, Counter[str]] = {}
+    handlers: dict[str, Handler] = {}
+    limiters: dict[str, RateLimiter] = {}
+    broken: dict[str, str] = {}
+    worker = _worker_id()
+    started = dt.datetime.now(dt.UTC)
+    with open_ledger(cfg, batch["warehouse"]) as ledger:
+        prepared = prepare(cfg, letters)
+        ledger.register(reg for _, reg in prepared)
+        snapshot = ledger.states((r.consumer_group, r.msg_id) for _, r in prepared)
+        todo: list[tuple[DeadLetter, Registration]] = []
+        for letter, reg in prepared:
+            row = snapshot.get((reg.consumer_group, reg.msg_id))
+            if row is not None and not ledger.is_claimable(row):
+                counts[_settled(row)] += 1
+            else:
+                todo.append((letter, reg))
+        try:
+            by_handler: dict[str | None, list[tuple[DeadLetter, Registration]]] = {}
+            for item in todo:
+                by_handler.setdefault(item[1].handler, []).append(item)
+            for name, items in by_handler.items():
+                # Build the handler before claiming anything for it: a handler that cannot be built leaves its
+                # rows untouched, and building (imports, Airflow connection) never eats into a lease.
+                handler = _handler(name, cfg, handlers, limiters, broken, shards) if name else None
+                if name and handler is None:
+                    continue
+                limiter = limiters.get(name) if name else None
+                # Rate-limited: one row per claim, token first, so no claim waits on the limiter.
+                step = 1 if limiter else cfg.compensation.claim_chunk
+                pos = 0
+                while pos < len(items):  # items may grow: a row handed back is claimed again, alone, later
+                    chunk = items[pos : pos + step]
+                    pos += len(chunk)
+                    if limiter:
+                        limiter.acquire()
+                    claims, others = ledger.claim_many(
+                        [(r.consumer_group, r.msg_id) for _, r in chunk], worker=worker, run_id=run_id
+                    )
+                    for row in others.values():
+                        counts[_settled(row)] += 1
+                    counts["held_elsewhere"] += len(chunk) - len(claims) - len(others)
+                    for letter, reg in chunk:
+                        claim = claims.get((reg.consumer_group, reg.msg_id))
+                        if claim is None:
+                            continue
+                        if handler is None:  # no route (or the row named an unknown handler)
+                            skipped = ledger.skip(claim, reg.skip_reason or "no route")
+                            counts["skipped" if skipped else "lost_lease"] += 1
+                            continue
+                        if claim.lease_expires_at - dt.datetime.now(dt.UTC) < _needed(cfg, handler.name, ledger):
+                            # The chunk's earlier calls ate the lease: hand it back and claim it afresh later
+                            # rather than start a call that could outlive the claim. A fresh claim has the whole
+                            # lease, which is at least twice what is needed, so this always makes progress.
+                            ledger.release(claim)
+                            items.append((letter, reg))
+                            continue
+                        counts["executed"] += 1
+                        outcome = _execute(ledger, claim, handler, letter)
+                        counts[outcome] += 1
+                        per_handler.setdefault(handler.name, Counter())[outcome] += 1
+        finally:
+            for h in handlers.values():
+                h.close()
+    summary: dict[str, Any] = {k: counts.get(k, 0) for k in SUMMARY_COUNTS}
+    summary.update(
+        dates=list(batch["dates"]),
+        shard=shard,
+        shards=shards,
+        run_id=run_id,
+        worker=worker,
+        seconds=round((dt.datetime.now(dt.UTC) - started).total_seconds(), 3),
+        handlers={k: dict(v) for k, v in per_handler.items()},
+        notes=notes,
+    )
+    log.info("compensation batch %s/%s of %s: %s", shard + 1, shards, ",".join(batch["dates"]), _line(summary))
+    if broken:
+        raise UserError("; ".join(f"handler {n!r}: {e}" for n, e in broken.items()))
+    return summary
+
+
+def _handler(
+    name: str,
+    cfg: Config,
+    handlers: dict[str, Handler],
+    limiters: dict[str, RateLimiter],
+    broken: dict[str, str],
+    shards: int,
+) -> Handler | None:
+    """The handler, built once per batch; None (and noted in ``broken``) when it cannot be built."""
+    if name in broken:
+        return None
+    if name not in handlers:
+        try:
+            handlers[name] = build_handler(name, cfg.compensation.handlers[name])
+        except UserError as exc:
+            broken[name] = str(exc)
+            log.error("handler %s cannot run: %s", name, exc)
+            return None
+        rate = handlers[name].rate_per_second
+        if rate:
+            # Every batch of the run may execute at once: split the handler's rate between them.
+            limiters[name] = RateLimiter(rate / shards)
+    return handlers[name]
+
+
+def _needed(cfg: Config, name: str, ledger: Ledger) -> dt.timedelta:
+    """Lease a handler call needs left before it starts: its worst case, capped at half the lease."""
+    hc = cfg.compensation.handlers[name]
+    worst = hc.timeout_seconds * hc.max_tries + hc.backoff_max_seconds * (hc.max_tries - 1)
+    return dt.timedelta(seconds=min(ledger.lease_seconds / 2, worst if hc.type == "http" else hc.timeout_seconds))
+
+
+def _settled(row: LedgerRow) -> str:
+    return {
+        State.DONE: "already_done",
+        State.GAVE_UP: "already_gave_up",
+        State.SKIPPED: "already_skipped",
+    }.get(row.state, "held_elsewhere")
+
+
+def _execute(ledger: Ledger, claim: Any, handler: Handler, letter: DeadLetter) -> str:
+    try:
+        result = handler(letter)
+    except PermanentFailure as exc:
+        state = ledger.fail(claim, str(exc), permanent=True, handler=handler.name)
+    except Exception as exc:  # a handler's transient failure must not stop the batch
+        log.warning("handler %s failed on %s/%s: %s", handler.name, letter.consumer_group, letter.msg_id, exc)
+        state = ledger.fail(claim, f"{type(exc).__name__}: {exc}", permanent=False, handler=handler.name)
+    else:
+        return "done" if ledger.complete(claim, result, handler=handler.name) else "lost_lease"
+    if state is None:
+        return "lost_lease"
+    return "gave_up" if state == State.GAVE_UP else "failed"
+
+
+def summarize(summaries: Iterable[dict[str, Any]]) -> dict[str, Any]:
+    """One summary for the run: the batches' counts added up (what the DAG pushes to XCom)."""
+    total: Counter[str] = Counter()
+    handlers: dict[str, Counter[str]] = {}
+    dates: set[str] = set()
+    notes: list[str] = []
+    batches = 0
+    for s in summaries:
+        batches += 1
+        total.update({k: int(s.get(k, 0)) for k in SUMMARY_COUNTS})
+        for name, c in (s.get("handlers") or {}).items():
+            handlers.setdefault(name, Counter()).update(c)
+        dates.update(s.get("dates") or [])
+        notes += s.get("notes") or []
+    out: dict[str, Any] = {k: total.get(k, 0) for k in SUMMARY_COUNTS}
+    out.update(batches=batches, dates=sorted(dates), handlers={k: dict(v) for k, v in handlers.items()}, notes=notes)
+    log.info("compensation summary %s: %s", ",".join(out["dates"]), _line(out))
+    return out
+
+
+def _line(s: dict[str, Any]) -> str:
+    return (
+        f"{s['dead_letters']} dead letters; executed {s['executed']} (done {s['done']}, failed {s['failed']}, "
+        f"gave up {s['gave_up']}), skipped {s['skipped']}; already done {s['already_done']}, "
+        f"already gave up {s['already_gave_up']}, already skipped {s['already_skipped']}, "
+        f"held by other workers {s['held_elsewhere']}, lost leases {s['lost_lease']}"
+    )
+
+
+def summary_line(summary: dict[str, Any]) -> str:
+    return _line(summary)
+
+
+# --- the manual re-drive DAG's params -----------------------------------------------------------------
+
+WAREHOUSE_ROOT_ENV = "ROCKETMQ_RETRY_WAREHOUSE_ROOT"
+
+
+def warehouse_root() -> str:
+    """Where a re-drive run may point: $ROCKETMQ_RETRY_WAREHOUSE_ROOT, else $AIRFLOW_HOME/rocketmq-retry/warehouse
+    (the daily DAG's default)."""
+    if os.environ.get(WAREHOUSE_ROOT_ENV):
+        return os.path.realpath(os.environ[WAREHOUSE_ROOT_ENV])
+    home = os.environ.get("AIRFLOW_HOME") or os.path.expanduser("~/airflow")
+    return os.path.realpath(os.path.join(home, "rocketmq-retry", "warehouse"))
+
+
+def plan_redrive_params(params: dict[str, Any]) -> list[Batch]:
+    """``plan_redrive`` from the DAG's params. A run chooses a warehouse *inside* the deployment's root, never
+    outside it: a trigger form must not be a way to point the ledger at arbitrary files."""
+    root = warehouse_root()
+    raw = str(params.get("warehouse") or "").strip()
+    warehouse = os.path.realpath(raw if raw.startswith("/") else os.path.join(root, raw))
+    if warehouse != root and not warehouse.startswith(root + os.sep):
+        raise UserError(f"param warehouse={raw!r} resolves to {warehouse}, outside the warehouse root {root}")
+    msg_ids = [m.strip() for m in params.get("msg_ids") or [] if m and m.strip()]
+    return plan_redrive(
+        warehouse,
+        str(params.get("config") or "") or None,
+        date_from=str(params.get("date_from") or "") or None,
+        date_to=str(params.get("date_to") or "") or None,
+        msg_ids=msg_ids,
+        consumer_group=str(params.get("consumer_group") or "") or None,
+        states=list(params.get("states") or [State.FAILED.value]),
+        max_batches=int(params["max_batches"]) if params.get("max_batches") else None,
+    )

@@ -1,0 +1,138 @@
+"""``rocketmq-retry compensate`` and ``rocketmq-retry compensation list|show|retry|migrate``, through the
+top-level dispatcher as a user runs them."""
+
+from __future__ import annotations
+
+import json
+import pathlib
+
+import pytest
+
+from rocketmq_retry.cli import main as rocketmq_retry
+from test_compensation_support import EffectServer, dead_letter_rows, write_config, write_partition
+
+DATE = "2026-11-20"
+
+
+@pytest.fixture
+def warehouse(tmp_path: pathlib.Path) -> pathlib.Path:
+    wh = tmp_path / "wh"
+    write_partition(wh, DATE, dead_letter_rows(12, DATE, groups=("order-consumer", "pay-consumer", "audit-consumer")))
+    return wh
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = rocketmq_retry(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_compensate_twice_executes_once(warehouse: pathlib.Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "compensate", "--date", DATE, "--warehouse", str(warehouse))
+    assert code == 0
+    assert "12 dead letters; executed 12 (done 12, failed 0, gave up 0)" in out
+    assert "handler log-only: done 12" in out
+    code, out, _ = run(capsys, "compensate", "--date", DATE, "--warehouse", str(warehouse), "--format", "json")
+    assert code == 0
+    summary = json.loads(out)
+    assert (summary["executed"], summary["already_done"]) == (0, 12)
+    code, out, _ = run(capsys, "compensation", "list", "--warehouse", str(warehouse), "--limit", "2")
+    assert code == 0
+    lines = out.splitlines()
+    assert lines[0].split()[:4] == ["dlq_date", "consumer_group", "msg_id", "state"]
+    assert len(lines) == 4 and lines[-1] == "2 row(s) shown; ledger: 12 (DONE 12)"
+    code, out, _ = run(
+        capsys, "compensation", "list", "--warehouse", str(warehouse), "--format", "json", "--date", DATE
+    )
+    rows = [json.loads(line) for line in out.splitlines()]
+    assert code == 0 and len(rows) == 12 and {r["state"] for r in rows} == {"DONE"}
+    assert {r["result"] for r in rows} == {"logged"} and all(r["completed_at"] for r in rows)
+
+
+def test_http_failures_then_operator_retry(
+    warehouse: pathlib.Path, tmp_path: pathlib.Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with EffectServer(status=201) as server:
+        config = write_config(
+            tmp_path / "c.yaml",
+            {
+                "business_key": {"from": "body", "json_path": "$.orderId"},
+                "routes": [
+                    {"topic": "orders", "group": "order-consumer", "handler": "refund-api"},
+                    {"topic": "payments", "handler": "tickets"},
+                ],
+                "handlers": {
+                    "refund-api": {"type": "http", "url": server.url, "rate_per_second": 200},
+                    "tickets": {"type": "sql", "url": f"sqlite:///{tmp_path}/tickets.db", "table": "dlq_tickets"},
+                },
+            },
+        )
+        server.status = 422  # the refund API rejects everything: permanent, GAVE_UP at once
+        code, out, _ = run(capsys, "compensate", "--date", DATE, "--warehouse", str(warehouse), "--config", str(config))
+        assert code == 1
+        assert "executed 8 (done 4, failed 0, gave up 4), skipped 4" in out
+        assert server.total == 4
+
+        code, out, _ = run(
+            capsys, "compensation", "list", "--warehouse", str(warehouse), "--config", str(config), "--state", "GAVE_UP"
+        )
+        assert "4 row(s) shown" in out and "HTTP 422" in out
+        msg_id = dead_letter_rows(1, DATE)[0]["msg_id"]
+        code, out, _ = run(
+            capsys, "compensation", "show", msg_id, "--warehouse", str(warehouse), "--config", str(config)
+        )
+        assert code == 0
+        fields = dict(line.split(None, 1) for line in out.splitlines())
+        assert fields["state"] == "GAVE_UP" and fields["handler"] == "refund-api"
+        assert fields["business_key"] == "O100000" and fields["last_error"].startswith("HTTP 422")
+
+        # The API is fixed; the operator re-drives the date's GAVE_UP rows, then one DONE row by id.
+        server.status = 201
+        code, out, _ = run(
+            capsys,
+            "compensation",
+            "retry",
+            "--date",
+            DATE,
+            "--state",
+            "GAVE_UP",
+            "--warehouse",
+            str(warehouse),
+            "--config",
+            str(config),
+        )
+        assert code == 0, out
+        assert "re-drove 4 dead letter(s)" in out and "executed 4 (done 4" in out
+        assert server.total == 8 and len(server.accepted) == 4
+        done_id = dead_letter_rows(2, DATE)[1]["msg_id"]  # pay-consumer -> tickets, DONE already
+        code, out, _ = run(
+            capsys, "compensation", "retry", done_id, "--warehouse", str(warehouse), "--config", str(config)
+        )
+        assert code == 0 and "already DONE, not re-driven" in out and "executed 0" in out
+        code, out, _ = run(
+            capsys, "compensation", "show", msg_id, "--warehouse", str(warehouse), "--config", str(config)
+        )
+        fields = dict(line.split(None, 1) for line in out.splitlines())
+        assert (fields["state"], fields["redrives"], fields["attempts"]) == ("DONE", "1", "1")
+    assert server.total == 8
+
+
+def test_operator_errors_are_one_line(warehouse: pathlib.Path, tmp_path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = run(capsys, "compensation", "list")
+    assert code == 2 and err.strip().endswith("pass --warehouse (or set ledger_url)")
+    code, _, err = run(capsys, "compensate", "--date", "2026-11-19", "--warehouse", str(warehouse))
+    assert code == 3 and "no dead_letters partition" in err and len(err.strip().splitlines()) == 1
+    code, _, err = run(capsys, "compensation", "show", "nope", "--warehouse", str(warehouse))
+    assert code == 2 and "'nope' is not in the ledger" in err
+    code, _, err = run(capsys, "compensation", "retry", "--warehouse", str(warehouse))
+    assert code == 2 and "name MSG_IDs" in err
+    code, _, err = run(capsys, "compensate", "--date", "2026-13-01", "--warehouse", str(warehouse))
+    assert code == 2 and "does not exist" in err
+
+
+def test_migrate_reports_revisions(tmp_path: pathlib.Path, capsys: pytest.CaptureFixture[str]) -> None:
+    url = f"sqlite:///{tmp_path}/l.db"
+    code, out, _ = run(capsys, "compensation", "migrate", "--ledger-url", url)
+    assert code == 0 and out.strip().endswith("revision none -> 0002")
+    code, out, _ = run(capsys, "compensation", "migrate", "--ledger-url", url)
+    assert out.strip().endswith("revision 0002 -> 0002")

@@ -1,0 +1,263 @@
+"""Handlers against real things: a local HTTP server, a SQLite file and PostgreSQL, dotted-path callables;
+plus the rate limiter, business keys and routes."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import time
+from collections.abc import Iterator
+
+import pytest
+from sqlalchemy import create_engine, text
+
+from rocketmq_retry.compensation.handlers import HttpHandler, PythonHandler, SqlHandler, build_handler, log_only
+from rocketmq_retry.compensation.model import DeadLetter, PermanentFailure, RetryableFailure
+from rocketmq_retry.compensation.ratelimit import RateLimiter
+from rocketmq_retry.compensation.routing import extract_business_key, handler_for, parse_json_path, route_for
+from rocketmq_retry.config import BusinessKeyConfig, CompensationConfig, HandlerConfig, RouteConfig
+from rocketmq_retry.errors import ConfigError
+from test_compensation_support import EffectServer, pg_schema_url
+
+LETTER = DeadLetter(
+    consumer_group="order-consumer",
+    msg_id="7F00000100002A9F0000000000000001",
+    dlq_date="2026-11-20",
+    original_topic="orders",
+    dlq_at=dt.datetime(2026, 11, 20, 2, 0, tzinfo=dt.UTC),
+    reconsume_times=16,
+    keys="ORD-1 trace-1",
+    tags="TagA",
+    business_key="ORD-1",
+    body='{"orderId": "O1"}',
+)
+
+
+def http(url: str, **kw: object) -> HttpHandler:
+    pauses: list[float] = []
+    handler = HttpHandler(
+        "refund-api", HandlerConfig(type="http", url=url, timeout_seconds=1), sleep=pauses.append, **kw
+    )  # type: ignore[arg-type]
+    handler.pauses = pauses  # type: ignore[attr-defined]
+    return handler
+
+
+def test_http_posts_json_with_a_stable_idempotency_key() -> None:
+    with EffectServer(status=201) as server:
+        handler = http(server.url)
+        assert handler(LETTER) == "HTTP 201"
+        handler.close()
+    assert server.total == 1
+    headers = server.headers[0]
+    assert headers["Idempotency-Key"] == LETTER.idempotency_key
+    assert headers["Content-Type"] == "application/json"
+    body = server.bodies[0]
+    assert body["msg_id"] == LETTER.msg_id and body["business_key"] == "ORD-1"
+    assert body["dlq_at"] == "2026-11-20T02:00:00+00:00" and body["idempotency_key"] == LETTER.idempotency_key
+
+
+def test_http_409_means_the_receiver_already_has_it() -> None:
+    with EffectServer(status=201, dedupe=True) as server:
+        handler = http(server.url)
+        assert handler(LETTER) == "HTTP 201"
+        assert handler(LETTER).startswith("HTTP 409")
+        handler.close()
+    assert server.requests[LETTER.idempotency_key] == 2
+    assert server.accepted[LETTER.idempotency_key] == 1  # one effect
+
+
+@pytest.mark.parametrize("status", [400, 404, 422])
+def test_http_other_4xx_is_permanent_and_not_retried(status: int) -> None:
+    with EffectServer(status=status) as server:
+        handler = http(server.url)
+        with pytest.raises(PermanentFailure, match=f"HTTP {status}"):
+            handler(LETTER)
+        handler.close()
+    assert server.total == 1
+
+
+def test_http_5xx_is_retried_with_exponential_back_off() -> None:
+    with EffectServer(status=200, script={1: 503, 2: 500, 3: 502}) as server:
+        handler = http(server.url, max_tries=4, backoff_seconds=0.5, backoff_max_seconds=8)
+        assert handler(LETTER) == "HTTP 200"
+        handler.close()
+    assert server.total == 4
+    assert handler.pauses == [0.5, 1.0, 2.0]  # type: ignore[attr-defined]
+
+
+def test_http_still_failing_after_the_last_try_is_retryable_later() -> None:
+    with EffectServer(status=503) as server:
+        handler = http(server.url, max_tries=3, backoff_seconds=1, backoff_max_seconds=1.5)
+        with pytest.raises(RetryableFailure, match=r"HTTP 503 .*after 3 tries"):
+            handler(LETTER)
+        handler.close()
+    assert server.total == 3
+    assert handler.pauses == [1, 1.5]  # type: ignore[attr-defined]
+
+
+def test_http_timeouts_are_retried() -> None:
+    with EffectServer(status=201, delay=1.5) as server:
+        handler = http(server.url, max_tries=2, backoff_seconds=0)
+        with pytest.raises(RetryableFailure, match="timeout"):
+            handler(LETTER)
+        handler.close()
+    assert server.total == 2
+
+
+def test_http_connection_refused_is_retryable() -> None:
+    with EffectServer() as server:
+        url = server.url
+    handler = http(url, max_tries=2, backoff_seconds=0)
+    with pytest.raises(RetryableFailure, match="ConnectError"):
+        handler(LETTER)
+
+
+def test_http_through_an_airflow_connection(monkeypatch: pytest.MonkeyPatch) -> None:
+    with EffectServer(status=202) as server:
+        conn = {
+            "conn_type": "http",
+            "host": "127.0.0.1",
+            "port": server.port,
+            "schema": "http",
+            "login": "svc-compensation",
+            "password": "s3cret-token",
+            "extra": {"headers": {"X-Team": "payments"}},
+        }
+        monkeypatch.setenv("AIRFLOW_CONN_REFUND_API", json.dumps(conn))
+        cfg = HandlerConfig(type="http", conn_id="refund_api", url="/compensations")
+        handler = build_handler("refund-api", cfg)
+        assert handler(LETTER) == "HTTP 202"
+        handler.close()
+    headers = server.headers[0]
+    assert headers["X-Team"] == "payments" and headers["Authorization"].startswith("Basic ")
+    assert headers["Idempotency-Key"] == LETTER.idempotency_key
+
+
+def test_a_missing_airflow_connection_is_a_config_error() -> None:
+    with pytest.raises(ConfigError, match="no_such_conn"):
+        build_handler("x", HandlerConfig(type="http", conn_id="no_such_conn"))
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def target_url(request: pytest.FixtureRequest, tmp_path) -> Iterator[str]:
+    if request.param == "sqlite":
+        yield f"sqlite:///{tmp_path}/tickets.db"
+    else:
+        with pg_schema_url() as url:
+            yield url
+
+
+def test_sql_inserts_one_row_per_dead_letter(target_url: str) -> None:
+    handler = SqlHandler("tickets", HandlerConfig(type="sql", url=target_url, table="dlq_tickets"))
+    try:
+        assert handler(LETTER) == "inserted into dlq_tickets"
+        assert handler(LETTER) == "row already present"  # a re-execution never makes a second ticket
+    finally:
+        handler.close()
+    engine = create_engine(target_url)
+    with engine.connect() as conn:
+        rows = conn.execute(text("SELECT idempotency_key, msg_id, business_key, body FROM dlq_tickets")).all()
+    engine.dispose()
+    assert rows == [(LETTER.idempotency_key, LETTER.msg_id, "ORD-1", '{"orderId": "O1"}')]
+
+
+def test_sql_through_an_airflow_connection_into_an_existing_table(tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:
+    db = tmp_path / "crm.db"
+    engine = create_engine(f"sqlite:///{db}")
+    with engine.begin() as conn:
+        conn.execute(text("CREATE TABLE tickets (idempotency_key TEXT PRIMARY KEY, msg_id TEXT, business_key TEXT)"))
+    monkeypatch.setenv("AIRFLOW_CONN_CRM", json.dumps({"conn_type": "sqlite", "host": str(db)}))
+    handler = build_handler("tickets", HandlerConfig(type="sql", conn_id="crm", table="tickets"))
+    assert handler(LETTER) == "inserted into tickets"
+    handler.close()
+    with engine.connect() as conn:
+        assert conn.execute(text("SELECT msg_id, business_key FROM tickets")).all() == [(LETTER.msg_id, "ORD-1")]
+    engine.dispose()
+
+
+def test_sql_table_without_idempotency_key_is_refused(tmp_path) -> None:
+    db = tmp_path / "crm.db"
+    engine = create_engine(f"sqlite:///{db}")
+    with engine.begin() as conn:
+        conn.execute(text("CREATE TABLE tickets (msg_id TEXT)"))
+    engine.dispose()
+    with pytest.raises(ConfigError, match="idempotency_key"):
+        SqlHandler("t", HandlerConfig(type="sql", url=f"sqlite:///{db}", table="tickets"))
+
+
+def test_python_handlers_by_dotted_path() -> None:
+    handler = PythonHandler(
+        "log-only", HandlerConfig(type="python", callable="rocketmq_retry.compensation.handlers:log_only")
+    )
+    assert handler(LETTER) == "logged" == log_only(LETTER)
+    refuse = PythonHandler("refuse", HandlerConfig(type="python", callable="test_compensation_support.refuse"))
+    with pytest.raises(PermanentFailure, match="ORD-1"):
+        refuse(LETTER)
+    for bad in ("nosuchmodule_xyz:f", "rocketmq_retry.compensation.handlers:nope", "justaname"):
+        with pytest.raises(ConfigError):
+            PythonHandler("bad", HandlerConfig(type="python", callable=bad))
+
+
+def test_rate_limiter_spaces_calls() -> None:
+    now = [0.0]
+    slept: list[float] = []
+
+    def sleep(s: float) -> None:
+        slept.append(s)
+        now[0] += s
+
+    limiter = RateLimiter(4, clock=lambda: now[0], sleep=sleep)
+    for _ in range(9):
+        limiter.acquire()
+    # 9 calls at 4/s: the first is free, the other 8 take 2 s of tokens.
+    assert now[0] == pytest.approx(2.0)
+
+
+def test_rate_limiter_in_real_time() -> None:
+    limiter = RateLimiter(20)
+    start = time.monotonic()
+    for _ in range(11):
+        limiter.acquire()
+    assert 0.45 <= time.monotonic() - start < 1.5
+
+
+def test_business_key_from_keys_or_body() -> None:
+    keys = BusinessKeyConfig()
+    assert extract_business_key(keys, "ORD-1 trace-9", None) == "ORD-1"
+    assert extract_business_key(keys, "  ORD-2", None) == "ORD-2"
+    assert extract_business_key(keys, None, '{"orderId": 1}') is None
+    body = BusinessKeyConfig.model_validate({"from": "body", "json_path": "$.order.items[1]['sku id']"})
+    doc = {"order": {"items": [{"sku id": "A"}, {"sku id": "B"}]}}
+    assert extract_business_key(body, "K", json.dumps(doc)) == "B"
+    assert extract_business_key(body, "K", json.dumps(doc).encode()) == "B"
+    assert extract_business_key(body, "K", "not json") is None
+    assert extract_business_key(body, "K", '{"order": {"items": []}}') is None
+    num = BusinessKeyConfig.model_validate({"from": "body", "json_path": "$.orderId"})
+    assert extract_business_key(num, None, '{"orderId": 12345}') == "12345"
+    assert parse_json_path("$.a[0].b") == ["a", 0, "b"]
+    with pytest.raises(ValueError):
+        parse_json_path("a.b")
+
+
+def test_routes_first_match_wins() -> None:
+    cfg = CompensationConfig(
+        routes=[
+            RouteConfig(topic="payments", group="*", handler="refund"),
+            RouteConfig(topic="order-*", group="order-consumer", handler="tickets"),
+        ],
+        handlers={
+            "refund": HandlerConfig(type="http", url="http://127.0.0.1:1/x"),
+            "tickets": HandlerConfig(type="sql", url="sqlite:////tmp/x.db", table="t"),
+        },
+    )
+    assert route_for(cfg, "payments", "any") == "refund"
+    assert route_for(cfg, "order-events", "order-consumer") == "tickets"
+    assert route_for(cfg, "order-events", "other") is None
+    assert handler_for(cfg, "orders", "g", None) == (None, "no compensation route matches topic 'orders', group 'g'")
+    assert handler_for(cfg, "orders", "g", "refund")[0] == "refund"  # no route: the row's own handler
+    assert handler_for(cfg, "payments", "g", "tickets")[0] == "refund"  # a route beats the row's handler
+    assert handler_for(cfg, "orders", "g", "ghost") == (
+        None,
+        "no compensation route matches topic 'orders', group 'g' "
+        "(and its compensation_handler 'ghost' is not defined in compensation.handlers)",
+    )

@@ -1,0 +1,247 @@
+"""Shared helpers for the compensation tests (no tests here): a counting HTTP server, PostgreSQL schemas,
+dead-letter partitions, and the functions worker processes run. Kept importable by name so that
+``multiprocessing`` spawn children and ``python`` handlers (``test_compensation_support:...``) find them."""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import http.server
+import json
+import os
+import pathlib
+import threading
+import time
+import uuid
+from collections import Counter
+from collections.abc import Iterator
+from typing import Any
+
+import yaml
+
+PG_BASE_URL = os.environ.get("ROCKETMQ_RETRY_TEST_PG_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test")
+
+
+# --- PostgreSQL ---------------------------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def pg_schema_url() -> Iterator[str]:
+    """A ledger URL whose search_path is a fresh schema, dropped afterwards: runs never collide."""
+    import pytest
+    from sqlalchemy import create_engine, text
+    from sqlalchemy.exc import OperationalError
+
+    schema = f"crt_{os.getpid()}_{uuid.uuid4().hex[:8]}"
+    admin = create_engine(PG_BASE_URL)
+    try:
+        with admin.begin() as conn:
+            conn.execute(text(f'CREATE SCHEMA "{schema}"'))
+    except OperationalError as exc:
+        admin.dispose()
+        pytest.fail(
+            f"PostgreSQL is not reachable at {PG_BASE_URL} ({exc.orig}). CI starts it in .ci/run; locally run "
+            "`pg_ctlcluster --skip-systemctl-redirect $(ls /etc/postgresql) main start` "
+            "or set ROCKETMQ_RETRY_TEST_PG_URL"
+        )
+    try:
+        yield f"{PG_BASE_URL}?options=-csearch_path%3D{schema}"
+    finally:
+        with admin.begin() as conn:
+            conn.execute(text(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE'))
+        admin.dispose()
+
+
+# --- a real HTTP receiver -----------------------------------------------------------------------------
+
+
+class EffectServer:
+    """``http.server`` on 127.0.0.1 (ephemeral port) that counts every POST by Idempotency-Key.
+
+    ``script`` maps a request number (1-based, per key) to a status, e.g. {1: 503} fails the first try.
+    ``dedupe`` answers 409 to a key it already accepted, like a well-behaved idempotent API.
+    """
+
+    def __init__(
+        self,
+        *,
+        status: int = 201,
+        script: dict[int, int] | None = None,
+        dedupe: bool = False,
+        delay: float = 0,
+        first_delay: float = 0,
+    ):
+        self.status = status
+        self.script = script or {}
+        self.dedupe = dedupe
+        self.delay = delay
+        self.first_delay = first_delay  # only the very first request is slow
+        self.requests: Counter[str] = Counter()  # key -> POSTs received
+        self.accepted: Counter[str] = Counter()  # key -> effects applied (2xx answered)
+        self.bodies: list[dict[str, Any]] = []
+        self.headers: list[dict[str, str]] = []
+        self._lock = threading.Lock()
+        server = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                length = int(self.headers.get("Content-Length") or 0)
+                raw = self.rfile.read(length)
+                key = self.headers.get("Idempotency-Key") or ""
+                with server._lock:
+                    server.requests[key] += 1
+                    n = server.requests[key]
+                    first = server.total == 1
+                    server.headers.append(dict(self.headers.items()))
+                    try:
+                        server.bodies.append(json.loads(raw))
+                    except ValueError:
+                        server.bodies.append({"raw": raw.decode("utf-8", "replace")})
+                    status = server.script.get(n, server.status)
+                    if status < 300 and server.dedupe and server.accepted[key]:
+                        status = 409
+                    if 200 <= status < 300:
+                        server.accepted[key] += 1
+                pause = server.first_delay if first and server.first_delay else server.delay
+                if pause:
+                    time.sleep(pause)
+                body = json.dumps({"status": status}).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self._httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._httpd.daemon_threads = True
+        self.port = self._httpd.server_address[1]
+        self.url = f"http://127.0.0.1:{self.port}/compensations"
+        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
+
+    def __enter__(self) -> EffectServer:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._httpd.shutdown()
+        self._httpd.server_close()
+
+    @property
+    def total(self) -> int:
+        return sum(self.requests.values())
+
+
+# --- data ---------------------------------------------------------------------------------------------
+
+
+def dead_letter_rows(
+    n: int, date: str = "2026-11-20", groups: tuple[str, ...] = ("order-consumer",)
+) -> list[dict[str, Any]]:
+    base = dt.datetime.fromisoformat(date).replace(hour=2, tzinfo=dt.UTC)
+    rows = []
+    for i in range(n):
+        group = groups[i % len(groups)]
+        rows.append(
+            {
+                "consumer_group": group,
+                "msg_id": f"7F00000100002A9F0000{date.replace('-', '')}{i:06X}",
+                "original_topic": {"order-consumer": "orders", "pay-consumer": "payments"}.get(group, "audit"),
+                "dlq_at": base + dt.timedelta(seconds=i),
+                "reconsume_times": 16,
+                "keys": f"ORD-{100000 + i} trace-{i}",
+                "tags": "TagA",
+                "business_key": None,
+                "body": json.dumps({"orderId": f"O{100000 + i}", "amount": i}),
+                "compensation_handler": None,
+            }
+        )
+    return rows
+
+
+def write_partition(warehouse: pathlib.Path, date: str, rows: list[dict[str, Any]]) -> pathlib.Path:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    path = warehouse / "dead_letters" / f"dt={date}"
+    path.mkdir(parents=True, exist_ok=True)
+    schema = pa.schema(
+        [
+            ("consumer_group", pa.string()),
+            ("msg_id", pa.string()),
+            ("original_topic", pa.string()),
+            ("dlq_at", pa.timestamp("us", tz="UTC")),
+            ("reconsume_times", pa.int32()),
+            ("keys", pa.string()),
+            ("tags", pa.string()),
+            ("business_key", pa.string()),
+            ("body", pa.string()),
+            ("compensation_handler", pa.string()),
+        ]
+    )
+    pq.write_table(pa.Table.from_pylist(rows, schema=schema), path / "part-00000.parquet")
+    (path / "_SUCCESS").touch()
+    return path
+
+
+def write_config(path: pathlib.Path, compensation: dict[str, Any]) -> pathlib.Path:
+    path.write_text(yaml.safe_dump({"compensation": compensation}), encoding="utf-8")
+    return path
+
+
+# --- what worker processes run ------------------------------------------------------------------------
+
+
+def race_worker(batch: dict[str, Any], run_id: str, config: str, barrier: Any, results: Any) -> None:
+    """One competing worker: wait for the others, then compensate the same batch they all got."""
+    from rocketmq_retry.compensation.tasks import compensate_batch
+
+    barrier.wait(timeout=240)
+    results.put(compensate_batch(batch, run_id, config))
+
+
+def crash_worker(batch: dict[str, Any], run_id: str, config: str, hang_marker: str) -> None:
+    """A worker that claims one dead letter and then hangs inside its handler until it is killed."""
+    os.environ["RMQ_TEST_HANG_MARKER"] = hang_marker
+    from rocketmq_retry.compensation.tasks import compensate_batch
+
+    compensate_batch(batch, run_id, config)
+
+
+def effect_file() -> pathlib.Path:
+    return pathlib.Path(os.environ["RMQ_TEST_EFFECTS"])
+
+
+def record_effect(letter: Any) -> str:
+    """A python handler whose effect is a line appended to $RMQ_TEST_EFFECTS (O_APPEND: safe across processes).
+    With $RMQ_TEST_HANG_MARKER set it announces its claim and hangs before the effect, like a crashing worker."""
+    marker = os.environ.get("RMQ_TEST_HANG_MARKER")
+    if marker:
+        pathlib.Path(marker).write_text(f"{letter.consumer_group}/{letter.msg_id}\n")
+        time.sleep(600)
+    fd = os.open(effect_file(), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        os.write(fd, f"{letter.consumer_group}/{letter.msg_id}\n".encode())
+    finally:
+        os.close(fd)
+    return "recorded"
+
+
+def effects() -> Counter[str]:
+    path = effect_file()
+    return Counter(path.read_text().split()) if path.exists() else Counter()
+
+
+def flaky(letter: Any) -> str:
+    """Fails while $RMQ_TEST_FLAKY is set, then records the effect."""
+    if os.environ.get("RMQ_TEST_FLAKY"):
+        raise RuntimeError("downstream unavailable")
+    return record_effect(letter)
+
+
+def refuse(letter: Any) -> str:
+    from rocketmq_retry.compensation.model import PermanentFailure
+
+    raise PermanentFailure(f"order of {letter.business_key} no longer exists")
