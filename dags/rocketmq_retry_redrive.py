@@ -1,0 +1,48 @@
+"""Manual re-drive of dead letters through the compensation ledger (issue 7).
+
+Trigger with params: either ``msg_ids`` (optionally with ``consumer_group``) to re-drive chosen dead letters,
+or a ``date_from``..``date_to`` range to re-drive every ledger row in ``states`` (default FAILED) of those
+dead-letter dates. FAILED, GAVE_UP and SKIPPED rows are reopened with a fresh attempt budget; DONE rows are
+never re-driven (their effect already happened) and are listed in the summary's notes. The work is split
+into at most ``max_batches`` mapped ``compensate`` instances, each recording every outcome in the ledger.
+"""
+
+from __future__ import annotations
+
+import pendulum
+from airflow.sdk import Param, dag
+
+from rocketmq_retry.compensation.airflow_tasks import compensate, compensation_summary, plan_redrive_from_params
+
+_DATE = {"type": "string", "pattern": r"^(\d{4}-\d{2}-\d{2})?$"}
+
+
+@dag(
+    dag_id="rocketmq_retry_redrive",
+    schedule=None,
+    start_date=pendulum.datetime(2026, 1, 1, tz="UTC"),
+    catchup=False,
+    max_active_runs=1,
+    tags=["rocketmq-retry", "compensation"],
+    doc_md=__doc__,
+    params={
+        "date_from": Param("", **_DATE, description="First dead-letter date (YYYY-MM-DD) of a re-drive by state."),
+        "date_to": Param("", **_DATE, description="Last dead-letter date (inclusive)."),
+        "msg_ids": Param([], type="array", items={"type": "string"}, description="Chosen msg_ids (UNIQ_KEY)."),
+        "consumer_group": Param("", type="string", description="Only this consumer group (optional)."),
+        "states": Param(
+            ["FAILED"],
+            type="array",
+            items={"type": "string", "enum": ["FAILED", "GAVE_UP", "SKIPPED"]},
+            description="Ledger states re-driven by a date-range run.",
+        ),
+        "warehouse": Param("", type="string", description="Warehouse under the deployment's root; empty = the root."),
+        "config": Param("", type="string", description="Config file; empty = $ROCKETMQ_RETRY_CONFIG."),
+        "max_batches": Param(8, type="integer", minimum=1, maximum=64, description="Upper bound on mapped tasks."),
+    },
+)
+def rocketmq_retry_redrive() -> None:
+    compensation_summary(compensate.expand(batch=plan_redrive_from_params()))
+
+
+rocketmq_retry_redrive()

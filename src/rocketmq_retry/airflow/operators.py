@@ -1,0 +1,181 @@
+"""Operators of the ``rocketmq_retry_daily`` DAG. Each resolves its run's paths from the ``resolve_run`` task's
+XCom (validated there) and hands the work to a hook: SparkSubmitHook through SparkSubmitOperator, ValidationHook.
+
+Constructors do nothing but store arguments: DAG parsing must stay cheap.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import pathlib
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
+from airflow.sdk import BaseOperator, BaseSensorOperator
+
+from rocketmq_retry.airflow.links import XCOM_DOCS_PATH, DataDocsLink
+
+RESOLVE_TASK = "resolve_run"
+
+
+def run_paths(context: Any) -> dict[str, str]:
+    """The ``resolve_run`` task's validated paths for this run (ds, landing, warehouse, config)."""
+    paths = context["ti"].xcom_pull(task_ids=RESOLVE_TASK)
+    if not paths:
+        from airflow.sdk.exceptions import AirflowFailException
+
+        raise AirflowFailException(f"no paths from task {RESOLVE_TASK!r}: it must run before this task")
+    return dict(paths)
+
+
+class LandingSensor(BaseSensorOperator):
+    """Waits until the run's landing folder holds data: the ready marker if one is configured, else any file.
+
+    Deferrable: while waiting, a FileTrigger polls in the triggerer and no worker slot is held.
+    """
+
+    ui_color = "#c7e9c0"
+
+    def __init__(self, *, ready_marker: str | None = None, deferrable: bool = True, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.ready_marker = ready_marker
+        self.deferrable = deferrable
+
+    def _target(self, context: Any) -> pathlib.Path:
+        landing = pathlib.Path(run_paths(context)["landing"])
+        return landing / self.ready_marker if self.ready_marker else landing
+
+    def poke(self, context: Any) -> bool:
+        target = self._target(context)
+        self.log.info("Waiting for landing data at %s", target)
+        if self.ready_marker:
+            return target.is_file()
+        if not target.is_dir():
+            return False
+        return any(files for _, _, files in os.walk(target))
+
+    def execute(self, context: Any) -> None:
+        if not self.deferrable:
+            super().execute(context)
+            return
+        if self.poke(context):
+            return
+        from airflow.providers.standard.triggers.file import FileTrigger
+
+        self.defer(
+            trigger=FileTrigger(filepath=str(self._target(context)), recursive=True, poke_interval=self.poke_interval),
+            method_name="execute_complete",
+            timeout=dt.timedelta(seconds=self.timeout),
+        )
+
+    def execute_complete(self, context: Any, event: Any = None) -> None:
+        if not event:
+            from airflow.sdk.exceptions import AirflowFailException
+
+            raise AirflowFailException(f"no landing data at {self._target(context)}")
+        self.log.info("Landing data found at %s", self._target(context))
+
+
+class RocketMQSparkJobOperator(SparkSubmitOperator):
+    """``spark-submit spark/<job>.py --date D --warehouse W [--landing L] [--config C]`` for this run.
+
+    The master comes from the Spark connection (``local[*]`` or any ``spark://``, ``yarn``, ``k8s://`` URL);
+    the package is shipped to executors with ``--py-files``.
+    """
+
+    def __init__(
+        self,
+        *,
+        job: str,
+        apps_dir: str,
+        package_dir: str | None = None,
+        extra_conf: dict[str, str] | None = None,
+        needs_landing: bool = False,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(application=str(pathlib.Path(apps_dir) / f"{job}.py"), name=f"rocketmq-retry-{job}", **kwargs)
+        self.job = job
+        self.package_dir = package_dir
+        self.extra_conf = dict(extra_conf or {})
+        self.needs_landing = needs_landing
+
+    def execute(self, context: Any) -> None:
+        from airflow.sdk.exceptions import AirflowFailException
+
+        from rocketmq_retry.airflow.package import build_package_zip
+        from rocketmq_retry.config import load_config
+
+        paths = run_paths(context)
+        if not pathlib.Path(self.application).is_file():
+            raise AirflowFailException(f"spark-submit entry {self.application} not found (job {self.job!r})")
+        config = load_config(paths["config"] or None)
+        args = ["--date", paths["ds"], "--warehouse", paths["warehouse"]]
+        if self.needs_landing:
+            args += ["--landing", paths["landing"]]
+        if paths["config"]:
+            args += ["--config", paths["config"]]
+        self.application_args = args
+        defaults = pathlib.Path(self.application).with_name("spark-defaults.conf")
+        if defaults.is_file() and not self.properties_file:
+            # The jobs' own tuning (JVM flags, ...); --master and the --conf below still take precedence.
+            self.properties_file = str(defaults)
+        home = os.environ.get("AIRFLOW_HOME") or str(pathlib.Path.home() / "airflow")
+        self.py_files = str(build_package_zip(self.package_dir or pathlib.Path(home) / "rocketmq-retry" / "dist"))
+        self.conf = {
+            "spark.driver.memory": config.spark.driver_memory,
+            "spark.sql.shuffle.partitions": str(config.spark.shuffle_partitions),
+            "spark.sql.session.timeZone": "UTC",
+            "spark.ui.enabled": "false",  # the UI would listen on all interfaces of the worker
+            "spark.log.level": "WARN",
+            **config.spark.conf,
+            **self.extra_conf,
+        }
+        # The driver runs here (client mode): its Python must be the one that has this package installed.
+        self.env_vars = {
+            "PYSPARK_PYTHON": os.environ.get("PYSPARK_PYTHON", sys.executable),
+            "PYSPARK_DRIVER_PYTHON": os.environ.get("PYSPARK_DRIVER_PYTHON", sys.executable),
+            **(self.env_vars or {}),
+        }
+        super().execute(context)
+
+
+class ValidatePartitionOperator(BaseOperator):
+    """Runs the Great Expectations checkpoints for the run's partition and updates Data Docs.
+
+    Critical failures fail the task without retries (the data will not change by retrying) and so block
+    everything downstream; warnings are logged and returned in the summary. The "Data Docs" button links to
+    the run's page either way.
+    """
+
+    operator_extra_links = (DataDocsLink(),)
+    template_fields: Sequence[str] = ()
+    ui_color = "#fdd49e"
+
+    def execute(self, context: Any) -> dict[str, Any]:
+        from airflow.sdk.exceptions import AirflowFailException
+
+        from rocketmq_retry.airflow.hooks import ValidationHook
+        from rocketmq_retry.errors import UserError
+        from rocketmq_retry.validation.run import run_page_path
+        from rocketmq_retry.validation.settings import load_validation_settings
+
+        paths = run_paths(context)
+        settings = load_validation_settings(paths["config"] or None)
+        try:
+            summary = ValidationHook().validate(paths["ds"], paths["warehouse"], paths["config"] or None)
+        except UserError as exc:
+            raise AirflowFailException(str(exc)) from None
+        page = run_page_path(settings.docs_dir, paths["ds"])
+        context["ti"].xcom_push(key=XCOM_DOCS_PATH, value=page.relative_to(settings.docs_dir).as_posix())
+        self.log.info("%s", summary.render())
+        for warning in summary.warning_failures:
+            self.log.warning("validation warning: %s (%s) on %s", warning.check, warning.expectation, warning.table)
+        if not summary.success:
+            failed = ", ".join(r.check for r in summary.critical_failures)
+            raise AirflowFailException(
+                f"critical expectations failed for dt={paths['ds']}: {failed}; see {summary.docs_page}"
+            )
+        return summary.as_dict()

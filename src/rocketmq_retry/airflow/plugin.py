@@ -1,0 +1,66 @@
+"""The Airflow plugin: serves the Great Expectations Data Docs on the api-server and registers the Data Docs link.
+
+Plugin FastAPI apps are not behind Airflow's authentication, and Data Docs show sample values of failing rows
+(message keys, topics), so every request must carry an Airflow session (the UI's cookie or a bearer token) of
+a user allowed to read the DAG.
+"""
+
+from __future__ import annotations
+
+import pathlib
+from typing import Any, ClassVar
+
+from airflow.plugins_manager import AirflowPlugin
+from fastapi import Depends, FastAPI, HTTPException
+from fastapi.responses import FileResponse, RedirectResponse
+
+from rocketmq_retry.airflow.dag_parts import DAG_ID
+from rocketmq_retry.airflow.links import DOCS_ROUTE, URL_PREFIX, DataDocsLink
+
+
+def _docs_dir() -> pathlib.Path:
+    from rocketmq_retry.validation.settings import load_validation_settings
+
+    return load_validation_settings().docs_dir
+
+
+def _require_dag_read() -> Any:
+    from airflow.api_fastapi.core_api.security import requires_access_dag
+
+    return requires_access_dag("GET", param_dag_id=DAG_ID)
+
+
+def create_app(docs_dir: pathlib.Path | None = None, *, authenticate: bool = True) -> FastAPI:
+    app = FastAPI(title="rocketmq-retry", docs_url=None, redoc_url=None, openapi_url=None)
+    dependencies = [Depends(_require_dag_read())] if authenticate else []
+
+    @app.get(DOCS_ROUTE, dependencies=dependencies)
+    def docs_root() -> RedirectResponse:
+        return RedirectResponse(f"{URL_PREFIX}{DOCS_ROUTE}/index.html")
+
+    @app.get(DOCS_ROUTE + "/{page:path}", dependencies=dependencies)
+    def docs_page(page: str) -> FileResponse:
+        root = (docs_dir or _docs_dir()).resolve()
+        target = (root / page).resolve()
+        # resolve() then a parent check: neither '..' nor a symlink may leave the Data Docs folder.
+        if root not in target.parents or not target.is_file():
+            raise HTTPException(status_code=404, detail="not found")
+        return FileResponse(target)
+
+    return app
+
+
+class RocketMQRetryPlugin(AirflowPlugin):
+    name = "rocketmq_retry"
+    fastapi_apps: ClassVar[list[dict[str, Any]]] = [
+        {"app": create_app(), "url_prefix": URL_PREFIX, "name": "rocketmq-retry Data Docs"}
+    ]
+    external_views: ClassVar[list[dict[str, Any]]] = [
+        {
+            "name": "RocketMQ retry Data Docs",
+            "href": f"{URL_PREFIX}{DOCS_ROUTE}/index.html",
+            "destination": "nav",
+            "category": "browse",
+        }
+    ]
+    operator_extra_links: ClassVar[list[Any]] = [DataDocsLink()]

@@ -1,0 +1,170 @@
+"""``rocketmq_retry_daily`` end to end with real ``dag.test()``: real spark-submit of the ingest and reconstruction
+jobs on the committed example landing, real Great Expectations, a real SQLite metadata database.
+
+Run twice for the same date: the second run must leave exactly the same outputs (idempotent partition tasks).
+A run whose warehouse breaks a critical expectation fails at ``validate`` and nothing after it runs.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pathlib
+import shutil
+import sys
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from conftest import ROOT
+
+DS = "2026-11-20"  # the date of examples/landing
+TABLES = ("events", "quarantine", "transitions", "lifecycles", "dead_letters", "reconciliation")
+pytestmark = [pytest.mark.airflow, pytest.mark.spark]
+
+
+def _missing_job() -> str | None:
+    """The e2e run needs the real jobs; name whichever has not landed instead of faking success."""
+    import importlib.util
+
+    for module in ("rocketmq_retry.jobs.ingest", "rocketmq_retry.jobs.reconstruct"):
+        if importlib.util.find_spec(module) is None:
+            return f"module {module} is missing"
+    from rocketmq_retry.airflow.settings import load_airflow_settings
+
+    apps = load_airflow_settings().spark_apps  # <repo>/spark unless the deployment names another folder
+    for entry in ("ingest.py", "reconstruct.py"):
+        if not (apps / entry).is_file():
+            return f"spark-submit entry {apps / entry} is missing"
+    return None
+
+
+@pytest.fixture(scope="module")
+def deployment(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, pathlib.Path]]:
+    """Roots, config and GE project for the DAG, set the way a deployment sets them: by environment."""
+    base = tmp_path_factory.mktemp("deployment")
+    roots = {name: base / name for name in ("landing", "warehouse", "config")}
+    for path in roots.values():
+        path.mkdir()
+    shutil.copy(ROOT / "examples" / "rocketmq-retry.yaml", roots["config"] / "rocketmq-retry.yaml")
+    gx_root = base / "expectations"
+    shutil.copytree(ROOT / "expectations", gx_root, ignore=shutil.ignore_patterns("uncommitted"))
+    env = {
+        "ROCKETMQ_RETRY_LANDING_ROOT": str(roots["landing"]),
+        "ROCKETMQ_RETRY_WAREHOUSE_ROOT": str(roots["warehouse"]),
+        "ROCKETMQ_RETRY_CONFIG": str(roots["config"] / "rocketmq-retry.yaml"),
+        "ROCKETMQ_RETRY_GX_ROOT": str(gx_root),
+        "AIRFLOW_CONN_SPARK_DEFAULT": '{"conn_type": "spark", "host": "local[2]"}',
+        # SparkSubmitOperator runs the bare `spark-submit`, and its Python must be this one.
+        "PATH": f"{pathlib.Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
+        "PYSPARK_PYTHON": sys.executable,
+        "PYSPARK_DRIVER_PYTHON": sys.executable,
+    }
+    saved = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
+    yield {**roots, "gx": gx_root}
+    for key, value in saved.items():
+        if value is None:
+            os.environ.pop(key, None)
+        else:
+            os.environ[key] = value
+
+
+@pytest.fixture(scope="module")
+def dag(deployment: dict[str, pathlib.Path]) -> Any:
+    from airflow.dag_processing.dagbag import DagBag
+    from airflow.utils import db
+
+    db.initdb()
+    bag = DagBag(dag_folder=str(ROOT / "dags"))
+    assert bag.import_errors == {}
+    return bag.dags["rocketmq_retry_daily"]
+
+
+def _snapshot(warehouse: pathlib.Path, ds: str) -> dict[str, Any]:
+    """Every output of the run for ``ds``, order-independent: sorted rows of each table plus the report."""
+    import pyarrow.dataset as pads
+
+    out: dict[str, Any] = {}
+    for table in TABLES:
+        path = warehouse / table / f"dt={ds}"
+        if path.is_dir():
+            rows = pads.dataset(str(path), format="parquet").to_table().to_pylist()
+            out[table] = sorted(json.dumps(r, sort_keys=True, default=str) for r in rows)
+    out["report"] = json.loads((warehouse / "run_reports" / f"dt={ds}" / "summary.json").read_text())
+    return out
+
+
+def _states(dag_run: Any) -> dict[str, str]:
+    return {ti.task_id: str(ti.state) for ti in dag_run.get_task_instances()}
+
+
+def test_daily_run_twice_same_outputs(dag: Any, deployment: dict[str, pathlib.Path]) -> None:
+    missing = _missing_job()
+    if missing:
+        pytest.skip(f"end-to-end run needs the real jobs: {missing}")
+    import pendulum
+
+    shutil.copytree(ROOT / "examples" / "landing", deployment["landing"] / DS)
+    logical = pendulum.datetime(2026, 11, 20, tz="UTC")
+
+    first = dag.test(logical_date=logical)
+    assert first.state == "success", _states(first)
+    outputs = _snapshot(deployment["warehouse"], DS)
+    report = outputs["report"]
+    assert report["ds"] == DS and report["lifecycles"] > 0 and report["dead_letters"] > 0
+    assert report["validation"]["success"] is True
+    assert report["compensation"]["dead_letters"] == report["dead_letters"]
+    assert set(report["lifecycles_by_final_state"]) <= {"CONSUMED", "DEAD_LETTERED", "IN_RETRY", "DROPPED", "UNKNOWN"}
+    assert {"events", "transitions", "lifecycles", "dead_letters"} <= set(outputs)
+    page = pathlib.Path(report["validation"]["data_docs"])
+    assert page.is_file() and page.is_relative_to(deployment["gx"])
+
+    second = dag.test(logical_date=logical)
+    assert second.state == "success", _states(second)
+    again = _snapshot(deployment["warehouse"], DS)
+    assert sorted(again) == sorted(outputs)
+    for name, content in outputs.items():
+        assert again[name] == content, f"{name} differs between two runs of the same date"
+    # Nothing else was written: only this date's partitions exist.
+    for table in TABLES:
+        if (deployment["warehouse"] / table).is_dir():
+            assert sorted(p.name for p in (deployment["warehouse"] / table).iterdir()) == [f"dt={DS}"]
+
+
+def test_critical_expectation_failure_fails_at_validate(
+    dag: Any, deployment: dict[str, pathlib.Path], spark: Any
+) -> None:
+    """The jobs are marked successful and the run's warehouse already holds a partition that breaks a critical
+    expectation (reconsume times going backwards): validate must fail, and report must not run."""
+    import pendulum
+
+    from test_validation_suites import good_rows, write_warehouse
+
+    ds = "2026-11-21"
+    tables = good_rows()
+    tables["transitions"][2]["reconsume_times"] = 0
+    write_warehouse(spark, deployment["warehouse"] / "broken", tables, ds=ds)
+    (deployment["landing"] / ds).mkdir(exist_ok=True)
+    (deployment["landing"] / ds / "broker.log").write_text("landed\n")
+
+    run = dag.test(
+        logical_date=pendulum.datetime(2026, 11, 21, tz="UTC"),
+        run_conf={"warehouse": "broken"},
+        mark_success_pattern="ingest|reconstruct",
+    )
+    states = _states(run)
+    assert run.state == "failed"
+    assert states["validate"] == "failed", states
+    assert states["plan_compensation"] == states["report"] == "upstream_failed", states
+    assert states["wait_for_landing"] == "success" and states["resolve_run"] == "success", states
+
+
+def test_param_outside_root_fails_at_resolve(dag: Any, deployment: dict[str, pathlib.Path]) -> None:
+    import pendulum
+
+    run = dag.test(logical_date=pendulum.datetime(2026, 11, 22, tz="UTC"), run_conf={"warehouse": "../elsewhere"})
+    states = _states(run)
+    assert run.state == "failed" and states["resolve_run"] == "failed", states
+    assert states["wait_for_landing"] == "upstream_failed"

@@ -1,0 +1,228 @@
+"""DAG integrity: the DAG file imports cleanly and cheaply, and is wired, scheduled and guarded as documented."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import pathlib
+import subprocess
+import sys
+from typing import Any
+
+import pytest
+
+from conftest import ROOT
+
+DAG_ID = "rocketmq_retry_daily"
+
+
+@pytest.fixture(scope="module")
+def dagbag() -> Any:
+    from airflow.dag_processing.dagbag import DagBag
+
+    return DagBag(dag_folder=str(ROOT / "dags"))
+
+
+@pytest.fixture(scope="module")
+def dag(dagbag: Any) -> Any:
+    return dagbag.dags[DAG_ID]  # not get_dag(): that reads the metadata DB
+
+
+def test_imports_without_errors_or_warnings(dagbag: Any) -> None:
+    assert dagbag.import_errors == {}
+    assert dagbag.captured_warnings == {}
+    assert DAG_ID in dagbag.dags
+
+
+def test_graph(dag: Any) -> None:
+    downstream = {t.task_id: sorted(t.downstream_task_ids) for t in dag.tasks}
+    assert downstream == {
+        "resolve_run": ["plan_compensation", "wait_for_landing"],
+        "wait_for_landing": ["ingest"],
+        "ingest": ["reconstruct"],
+        "reconstruct": ["validate"],
+        "validate": ["plan_compensation"],  # a critical validation failure blocks compensation
+        "plan_compensation": ["compensate"],
+        "compensate": ["compensation_summary"],
+        "compensation_summary": ["report"],
+        "report": [],
+    }
+
+
+def test_schedule_and_run_limits(dag: Any) -> None:
+    from airflow.sdk import CronDataIntervalTimetable
+
+    assert isinstance(dag.timetable, CronDataIntervalTimetable)
+    assert dag.timetable.expression == "0 0 * * *"
+    assert str(getattr(dag.timetable.timezone, "name", dag.timetable.timezone)) == "UTC"
+    assert dag.catchup is False
+    assert dag.max_active_runs == 1
+    assert set(dag.tags) >= {"rocketmq", "spark", "great-expectations"}
+    assert set(dag.params) == {"landing", "warehouse", "config"}
+    assert dag.on_failure_callback
+
+
+def test_retries_backoff_and_callbacks(dag: Any) -> None:
+    for task_id in ("ingest", "reconstruct", "validate", "plan_compensation", "compensate", "report"):
+        task = dag.get_task(task_id)
+        assert task.retries == 3, task_id
+        assert task.retry_exponential_backoff == 2.0
+        assert task.retry_delay == dt.timedelta(seconds=60)
+        assert task.max_retry_delay == dt.timedelta(hours=1)
+        assert task.on_failure_callback, task_id
+    # Not retried on purpose: bad params never fix themselves; the sensor's timeout is its budget.
+    assert dag.get_task("resolve_run").retries == 0
+    assert dag.get_task("wait_for_landing").retries == 0
+
+
+def test_spark_tasks_and_sensor(dag: Any) -> None:
+    from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
+
+    for job in ("ingest", "reconstruct"):
+        task = dag.get_task(job)
+        assert isinstance(task, SparkSubmitOperator)
+        assert task._conn_id == "spark_default"
+        assert task.application == str(ROOT / "spark" / f"{job}.py")
+    sensor = dag.get_task("wait_for_landing")
+    assert sensor.deferrable and sensor.timeout == 6 * 3600
+    assert [link.name for link in dag.get_task("validate").operator_extra_links] == ["Data Docs"]
+
+
+PARSE_PROBE = """
+import json, sys, time
+from airflow.dag_processing.dagbag import DagBag
+t = time.perf_counter()
+bag = DagBag(dag_folder=sys.argv[1])
+dag = bag.dags["rocketmq_retry_daily"]
+heavy = sorted(m for m in ("pyspark", "great_expectations", "pandas", "py4j") if m in sys.modules)
+tz = str(getattr(dag.timetable.timezone, "name", dag.timetable.timezone))
+print(json.dumps({"heavy": heavy, "errors": list(bag.import_errors), "seconds": time.perf_counter() - t,
+                  "tz": tz, "max_active_runs": dag.max_active_runs}))
+"""
+
+
+def test_nothing_heavy_at_parse_time_and_settings_from_environment(tmp_path: pathlib.Path) -> None:
+    """A fresh interpreter parses the DAG folder: no Spark, GE or pandas gets imported, and the deployment's
+    environment sets the schedule's time zone."""
+    env = {
+        **os.environ,
+        "ROCKETMQ_RETRY_SCHEDULE_TIMEZONE": "Asia/Shanghai",
+        "ROCKETMQ_RETRY_MAX_ACTIVE_RUNS": "3",
+        "AIRFLOW_HOME": str(tmp_path),
+    }
+    out = subprocess.run(
+        [sys.executable, "-c", PARSE_PROBE, str(ROOT / "dags")], env=env, capture_output=True, text=True, check=True
+    )
+    probe = json.loads(out.stdout.strip().splitlines()[-1])
+    assert probe["errors"] == [] and probe["heavy"] == []
+    assert probe["tz"] == "Asia/Shanghai" and probe["max_active_runs"] == 3
+
+
+def test_partition_date_is_the_logical_day_in_the_schedule_zone() -> None:
+    import pendulum
+
+    from rocketmq_retry.airflow.tasks import partition_date
+
+    # Scheduled run of 2026-11-20 in Shanghai: its data interval starts at 2026-11-19T16:00Z.
+    assert (
+        partition_date({"logical_date": pendulum.datetime(2026, 11, 19, 16, tz="UTC")}, "Asia/Shanghai") == "2026-11-20"
+    )
+    assert partition_date({"logical_date": pendulum.datetime(2026, 11, 20, tz="UTC")}, "UTC") == "2026-11-20"
+
+
+def _settings(tmp_path: pathlib.Path) -> Any:
+    from rocketmq_retry.airflow.settings import AirflowSettings
+
+    for name in ("landing", "warehouse", "config"):
+        (tmp_path / name).mkdir(exist_ok=True)
+    (tmp_path / "config" / "site.yaml").write_text("{}\n")
+    return AirflowSettings(
+        landing_root=str(tmp_path / "landing"),
+        warehouse_root=str(tmp_path / "warehouse"),
+        config_root=str(tmp_path / "config"),
+    )
+
+
+def test_params_resolve_inside_their_roots(tmp_path: pathlib.Path) -> None:
+    from rocketmq_retry.airflow.settings import resolve_run_paths
+
+    settings = _settings(tmp_path)
+    default = resolve_run_paths(settings, {"landing": "", "warehouse": "", "config": ""}, "2026-11-20")
+    assert default.landing == str(tmp_path / "landing" / "2026-11-20")
+    assert default.warehouse == str(tmp_path / "warehouse")
+    chosen = resolve_run_paths(
+        settings,
+        {"landing": f"{tmp_path}/landing/site-a/{{ds}}", "warehouse": "team-a", "config": "site.yaml"},
+        "2026-11-20",
+    )
+    assert chosen.landing == str(tmp_path / "landing" / "site-a" / "2026-11-20")
+    assert chosen.warehouse == str(tmp_path / "warehouse" / "team-a")
+    assert chosen.config == str(tmp_path / "config" / "site.yaml")
+
+
+@pytest.mark.parametrize(
+    ("param", "value", "message"),
+    [
+        ("warehouse", "../landing", "outside the configured warehouse root"),
+        ("landing", "/etc", "outside the configured landing root"),
+        ("config", "/etc/passwd", "outside the configured config root"),
+        ("config", "missing.yaml", "no such file"),
+        ("landing", "escape", "outside the configured landing root"),
+    ],
+)
+def test_params_outside_roots_are_refused(tmp_path: pathlib.Path, param: str, value: str, message: str) -> None:
+    from rocketmq_retry.airflow.settings import PathOutsideRootError, resolve_run_paths
+
+    settings = _settings(tmp_path)
+    (tmp_path / "landing" / "escape").symlink_to(tmp_path / "warehouse")  # a symlink out of the root
+    with pytest.raises(PathOutsideRootError, match=message):
+        resolve_run_paths(settings, {param: value}, "2026-11-20")
+
+
+def test_bad_airflow_settings_name_the_key(tmp_path: pathlib.Path) -> None:
+    from rocketmq_retry.airflow.settings import load_airflow_settings
+    from rocketmq_retry.errors import ConfigError
+
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("airflow:\n  schedule_timezone: Mars/Olympus\n  retrys: 2\n")
+    with pytest.raises(ConfigError) as err:
+        load_airflow_settings(cfg)
+    assert "airflow.schedule_timezone: unknown time zone 'Mars/Olympus'" in str(err.value)
+    assert "airflow.retrys: unknown key" in str(err.value)
+
+
+def test_plugin_loads_and_serves_data_docs_safely(tmp_path: pathlib.Path) -> None:
+    from airflow import plugins_manager
+    from fastapi.testclient import TestClient
+
+    from rocketmq_retry.airflow.plugin import create_app
+
+    plugins, errors = plugins_manager._get_plugins()
+    assert errors == {}
+    plugin = next(p for p in plugins if p.name == "rocketmq_retry")
+    assert plugin.fastapi_apps[0]["url_prefix"] == "/rocketmq-retry"
+    assert [link.name for link in plugin.operator_extra_links] == ["Data Docs"]
+
+    docs = tmp_path / "docs"
+    (docs / "runs").mkdir(parents=True)
+    (docs / "runs" / "dt=2026-11-20.html").write_text("<h1>ok</h1>")
+    (tmp_path / "secret.txt").write_text("no")
+    client = TestClient(create_app(docs, authenticate=False))
+    assert client.get("/data-docs/runs/dt=2026-11-20.html").text == "<h1>ok</h1>"
+    assert client.get("/data-docs/..%2Fsecret.txt").status_code == 404
+    assert client.get("/data-docs/runs/missing.html").status_code == 404
+    # With authentication (as registered): no Airflow token, no page.
+    assert TestClient(create_app(docs)).get("/data-docs/runs/dt=2026-11-20.html").status_code in (401, 403)
+
+
+def test_package_zip_is_reproducible(tmp_path: pathlib.Path) -> None:
+    import zipfile
+
+    from rocketmq_retry.airflow.package import build_package_zip
+
+    first = build_package_zip(tmp_path)
+    second = build_package_zip(tmp_path)
+    assert first == second and first.read_bytes() == second.read_bytes()
+    names = zipfile.ZipFile(first).namelist()
+    assert "rocketmq_retry/jobs/ingest.py" in names and not any("__pycache__" in n for n in names)
