@@ -19,6 +19,12 @@ os.environ.setdefault("AIRFLOW__CORE__DAGS_FOLDER", str(ROOT / "dags"))
 os.environ.setdefault("AIRFLOW__CORE__PLUGINS_FOLDER", str(ROOT / "plugins"))
 os.environ.setdefault("AIRFLOW__CORE__LOAD_EXAMPLES", "False")
 os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+# The first code to start Spark in this process fixes the JVM's heap for the whole run, and that is not always
+# the `spark` fixture: a dag.test() validates in-process with the config's 1g. 1g thrashes in full GCs once the
+# real-sample reconstruction runs after dozens of other Spark tests, so every in-process JVM gets 3g.
+# (--driver-memory here outranks the --conf spark.driver.memory=... pyspark puts before it.)
+TEST_DRIVER_MEMORY = "3g"
+os.environ.setdefault("PYSPARK_SUBMIT_ARGS", f"--driver-memory {TEST_DRIVER_MEMORY} pyspark-shell")
 os.environ.pop("ROCKETMQ_RETRY_CONFIG", None)  # tests never pick up a developer's own config
 
 
@@ -34,7 +40,14 @@ def spark() -> Iterator[object]:
     """One local Spark session for the whole run (chispa-style): starting one costs ~10 s."""
     from rocketmq_retry.jobs.spark_session import build_spark_session
 
-    # 3g: the real-sample reconstruction runs after dozens of other Spark tests in this one JVM; 1g ran out of heap.
-    session = build_spark_session("rocketmq-retry-tests", master="local[2]", driver_memory="3g", shuffle_partitions=2)
+    session = build_spark_session(
+        "rocketmq-retry-tests", master="local[2]", driver_memory=TEST_DRIVER_MEMORY, shuffle_partitions=2
+    )
+    max_heap = session.sparkContext._jvm.java.lang.Runtime.getRuntime().maxMemory()  # type: ignore[attr-defined]
+    if max_heap < 2.5 * 2**30:
+        pytest.fail(
+            f"the test JVM has a {max_heap / 2**30:.1f} GiB heap; something started Spark without "
+            f"PYSPARK_SUBMIT_ARGS={os.environ.get('PYSPARK_SUBMIT_ARGS')!r}"
+        )
     yield session
     session.stop()
