@@ -48,6 +48,7 @@ CONFIG = parse_config(
             "client_only": {"broker": "fast", "max_reconsume_times": 1},
             "early": {"broker": "fast", "max_reconsume_times": 5},
             "same_ms": {},
+            "fallback_dlq": {"broker": "fast", "max_reconsume_times": 3},
         },
     }
 )
@@ -197,6 +198,18 @@ def scenario_events() -> Events:
     e.copies(3.15, "early", "M-early", 2, 4, 4)
     e.trace(7.2, "early", "M-early", 2, ok=False)
     e.dlq(7.25, "early", "M-early", 3)
+    # 20. send-back RPC fails at r = 2 with max 3: the 4.x client re-publishes with r + 1 = 3 >= max (§1.4, §2.3),
+    # so the broker DLQs it one hop early, through SCHEDULE_TOPIC_XXXX at 3 + r = 5 (REAL_TOPIC=%DLQ%, §2.3 quirk).
+    # Unlike the orderly copy of scenario 9, this DLQ-bound copy carries r + 1.
+    e.trace(0, "fallback_dlq", "M-fd", 0, ok=False)
+    e.copies(0.05, "fallback_dlq", "M-fd", 1, 3, 3)
+    e.trace(3.1, "fallback_dlq", "M-fd", 1, ok=False)
+    e.copies(3.15, "fallback_dlq", "M-fd", 2, 4, 4)
+    e.trace(7.2, "fallback_dlq", "M-fd", 2, ok=False)
+    e.add("SEND_BACK_FAILED", 7.22, "fallback_dlq", "M-fd", 2, source="rocketmq-client-4x")
+    e.add("SEND_BACK", 7.25, "fallback_dlq", "M-fd", 3, source="message-dump", topic="SCHEDULE_TOPIC_XXXX",
+          delay_level=5, queue_id=4, detail="REAL_TOPIC=%DLQ%fallback_dlq")  # fmt: skip
+    e.dlq(12.25, "fallback_dlq", "M-fd", 3)
     return e
 
 
@@ -455,6 +468,18 @@ def test_early_dlq_is_an_anomaly(outputs: dict[str, list[Row]]) -> None:
     assertDataFrameEqual(
         life(outputs, "early"), [L("M-early", 3, "DEAD_LETTERED", "IN_RETRY", ["EARLY_DLQ"], "PARTIAL")]
     )
+
+
+def test_send_back_fallback_into_the_dlq_counts_each_delivery_once(outputs: dict[str, list[Row]]) -> None:
+    # the DLQ-bound copy (reconsumeTimes 3) is about the failure of delivery r = 2, not a fourth delivery
+    assertDataFrameEqual(life(outputs, "fallback_dlq"), [L("M-fd", 3, "DEAD_LETTERED", "DEAD_LETTERED", [], "FULL")])
+    assert [r["to_state"] for r in hops(outputs, "fallback_dlq", ("hop", "to_state"))][-5:] == [
+        "DELIVERED",
+        "FAILED",
+        "REPUBLISHED",
+        "SCHEDULED",
+        "DEAD_LETTERED",
+    ]
 
 
 def test_reconciliation_counts_send_backs_including_dlq_bound(outputs: dict[str, list[Row]]) -> None:

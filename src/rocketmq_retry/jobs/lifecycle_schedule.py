@@ -143,7 +143,8 @@ class GroupSummary:
     level_ms: tuple[int, ...]  # the broker's delay table, for hops whose level the evidence shows
 
 
-def _mode(policy: GroupPolicy) -> str:
+def group_mode(policy: GroupPolicy) -> str:
+    """The mode label the engine table and the anomaly rules use (BROADCASTING, GRPC_FIFO, GRPC, ORDERLY, …)."""
     if policy.message_model is MessageModel.BROADCASTING:
         return "BROADCASTING"
     if policy.protocol is Protocol.GRPC:
@@ -177,7 +178,7 @@ def summarize(policy: GroupPolicy) -> GroupSummary:
             offset = hop.reconsume_times
     return GroupSummary(
         group=policy.group,
-        mode=_mode(policy),
+        mode=group_mode(policy),
         broker_major=policy.broker_major,
         dlq_threshold=threshold,
         dlq_copy_offset=offset,

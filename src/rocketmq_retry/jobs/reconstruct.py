@@ -777,7 +777,8 @@ def reconstruct(
     event_time read), after which expected hops are pending rather than missing."""
     th = thresholds or Thresholds()
     zone = config.timezone
-    obs = observations(events, day, zone, tuple(config.groups)).cache()
+    orderly = tuple(g for g in config.groups if sched.group_mode(config.group_policy(g)) == "ORDERLY")
+    obs = observations(events, day, zone, tuple(config.groups), orderly).cache()
     if horizon_ms is None:
         row = obs.agg(F.max("t_ms").alias("h")).collect()[0]
         horizon_ms = int(row["h"] or _day_bounds(day, zone)[1])

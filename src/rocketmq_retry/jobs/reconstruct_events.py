@@ -182,25 +182,35 @@ def dlq_bound() -> Column:
     return F.coalesce(F.col("detail").rlike(r"REAL_TOPIC\W{1,4}%DLQ%"), F.lit(False))
 
 
-def attempt_of() -> Column:
+def attempt_of(orderly_groups: tuple[str, ...] = ()) -> Column:
     """The delivery (its reconsume_times) an event is about.
 
     Consumer-side lines name the delivery they report. A stored retry copy carries the reconsume_times of the
-    delivery it leads to (r + 1, §2.2 step 11), so it is about the failure of r. A DLQ-bound schedule copy keeps
-    the failed delivery's r (§4, §12).
+    delivery it leads to (r + 1, §2.2 step 11), so it is about the failure of r. A DLQ-bound schedule copy comes
+    from one of two 4.x paths (§2.3 quirk): an orderly consumer past its max re-publishes with the failed
+    delivery's r (§4, §12), while a concurrent consumer's send-back fallback re-publishes with r + 1 (§1.4, §2.3),
+    like any retry copy. Groups not configured are concurrent (the default).
     """
     kind, r = F.col("kind"), F.col("reconsume_times")
+    orderly = F.col("consumer_group").isin(*orderly_groups) if orderly_groups else F.lit(False)
     return (
         F.when(kind.isin(*CONSUMER_KINDS), r)
-        .when((kind == "SCHED") & F.col("dlq_bound"), r)
+        .when((kind == "SCHED") & F.col("dlq_bound") & orderly, r)
         .when(kind.isin("SCHED", "READY"), r - 1)
         .otherwise(F.lit(None).cast("int"))
     )
 
 
-def observations(events: DataFrame, day: str, zone: str = "UTC", known_groups: tuple[str, ...] = ()) -> DataFrame:
+def observations(
+    events: DataFrame,
+    day: str,
+    zone: str = "UTC",
+    known_groups: tuple[str, ...] = (),
+    orderly_groups: tuple[str, ...] = (),
+) -> DataFrame:
     """Linked events with ``kind``, ``attempt``, ``t_ms``, ``in_day``; consumer outcomes lacking a
-    reconsume_times (a trace SubAfter has none, §7.2) take that of the last delivery the same source reported."""
+    reconsume_times (a trace SubAfter has none, §7.2) take that of the last delivery the same source reported.
+    ``orderly_groups`` are the remoting orderly groups, whose DLQ-bound copies keep r (see ``attempt_of``)."""
     ev = link_identities(conform(events, zone), known_groups)
     ev = (
         ev.withColumn("kind", evidence_kind())
@@ -226,4 +236,4 @@ def observations(events: DataFrame, day: str, zone: str = "UTC", known_groups: t
     nth = F.count(F.when(F.col("kind").isin("OK", "FAIL", "SUSPEND", "TIMEOUT", "DROP"), 1)).over(ordered) - 1
     filled = F.when(F.col("_rid").isNotNull(), by_request).otherwise(F.coalesce(last_delivery_r, nth.cast("int")))
     ev = ev.withColumn("reconsume_times", F.when(fill, filled).otherwise(F.col("reconsume_times")))
-    return ev.withColumnRenamed("_rid", "request_id").withColumn("attempt", attempt_of())
+    return ev.withColumnRenamed("_rid", "request_id").withColumn("attempt", attempt_of(orderly_groups))
