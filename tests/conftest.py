@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import pathlib
 import tempfile
@@ -51,3 +52,6 @@ def spark() -> Iterator[object]:
         )
     yield session
     session.stop()
+    # py4j logs "Closing down clientserver connection" from __del__ at interpreter exit, after pytest closed
+    # the stream it captured: a "--- Logging error ---" traceback under a green run.
+    logging.getLogger("py4j").setLevel(logging.WARNING)
