@@ -88,7 +88,10 @@ def run_ingest(
         if parts
         else parse.classify(read_lines(spark, []), ds, day_zone=zone)
     )
-    classified = classified.persist(StorageLevel.MEMORY_AND_DISK)
+    # Materialise the per-line classification once and cut its lineage: the three outputs then plan and ship a
+    # scan of stored rows, not the classifier's whole expression tree (whose task binary is over 1 MB).
+    print("ingest: classifying lines", file=log)
+    classified = classified.localCheckpoint(eager=True, storageLevel=StorageLevel.MEMORY_AND_DISK)
     try:
         print("ingest: writing events", file=log)
         write_partition(parse.events_of(classified), warehouse, "events", ds)
@@ -101,7 +104,8 @@ def run_ingest(
             for r in spark.read.parquet(f"{warehouse}/ingest_report/dt={ds}").orderBy("source", "source_file").collect()
         ]
     finally:
-        classified.unpersist()
+        # the checkpoint's blocks belong to its RDD, not to the cache manager that DataFrame.unpersist() asks
+        classified._jdf.queryExecution().logical().rdd().unpersist(False)
     return IngestResult(
         report=report,
         notes=notes,

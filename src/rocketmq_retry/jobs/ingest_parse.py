@@ -258,6 +258,13 @@ def _with_head(df: DataFrame, ds: str) -> DataFrame:
         return F.expr(f"regexp_extract(_h, _rx, {i})")  # one pattern per row: the layout _k picked
 
     df = df.withColumn("_rx", rx)
+    # The common layouts are delimited: once the one rlike above has validated the head, its fields are cut out
+    # with split/substring (a regexp_extract per field would re-run the whole pattern each time). Only the rare
+    # console and Spring layouts, whose thread names may hold spaces, use group extraction.
+    words = F.split(h, " ")  # c4: date time level logger; cb: date time [level] [thread]
+    cb3 = F.try_element_at(words, F.lit(3))
+    cb_level = F.when(cb3.isin(*P.LEVEL_NAMES), cb3)
+    c5_parts = F.split(h, r"\] \[")  # c5: "ts LEVEL [pid", thread, "logger#M:L" (the pattern's lazy thread)
     # literal formats per layout: a format given as a column makes Spark build a formatter for every row
     local = (
         F.when(k == "c4", F.try_to_timestamp(F.substring(line, 1, 23), F.lit(P.CLIENT4_TS_FORMAT)))
@@ -287,20 +294,20 @@ def _with_head(df: DataFrame, ds: str) -> DataFrame:
         *(c for c in df.columns if not c.startswith("_") and c != "msg"),
         k.isNotNull().alias("is_head"),
         ts.alias("ts"),
-        F.when(k == "c4", g(2))
+        F.when(k == "c4", F.try_element_at(words, F.lit(3)))
         .when(k == "con", g(3))
-        .when(k == "c5", g(2))
-        .when(k == "cb", _nz(g(2)))
+        .when(k == "c5", F.substring_index(F.expr("substring(_h, 25)"), " ", 1))
+        .when(k == "cb", cb_level)
         .when(k == "cs", g(4))
         .alias("level"),
         F.when(k == "con", g(2))
-        .when(k == "c5", g(4))
-        .when(k == "cb", _nz(g(3)))
+        .when(k == "c5", F.array_join(F.slice(c5_parts, F.lit(2), F.size(c5_parts) - 2), "] ["))
+        .when(k == "cb", F.when(cb_level.isNotNull(), F.try_element_at(words, F.lit(4))).otherwise(cb3))
         .when(k == "cs", F.trim(g(6)))
         .alias("thread"),
-        F.when(k == "c4", g(3))
+        F.when(k == "c4", F.try_element_at(words, F.lit(4)))
         .when(k == "con", g(4))
-        .when(k == "c5", F.concat(g(5), F.lit("]")))
+        .when(k == "c5", F.concat(F.try_element_at(c5_parts, F.lit(-1)), F.lit("]")))
         .when(k == "cs", g(7))
         .alias("logger"),
         F.when(k.isNotNull(), F.col("msg")).alias("msg"),
@@ -308,13 +315,18 @@ def _with_head(df: DataFrame, ds: str) -> DataFrame:
 
 
 def _stmt_index(src: Column, msg: Column) -> Column:
-    """Index into STATEMENTS of the statement this message is (by literal prefix), else null."""
+    """Index into STATEMENTS of the statement this message is (by literal prefix), else null.
+
+    Nearly every line is noise, so one hash lookup of the message's first PREFIX_PROBE characters decides
+    whether the ordered table is consulted at all (an IN list this long becomes a hash set in Spark).
+    """
     expr = None
     for i, st in enumerate(P.STATEMENTS):
         cond = src.isin(*st.formats) & msg.startswith(st.prefix)
         expr = F.when(cond, F.lit(i)) if expr is None else expr.when(cond, F.lit(i))
     assert expr is not None
-    return expr
+    probes = sorted({st.prefix[: P.PREFIX_PROBE] for st in P.STATEMENTS})
+    return F.when(F.substring(msg, 1, P.PREFIX_PROBE).isin(*probes), expr)
 
 
 def _by_stmt(stmt: Column, pick: dict[int, Column]) -> Column:
@@ -443,55 +455,59 @@ def classify_log_lines(lines: DataFrame, ds: str, day_zone: str = "UTC") -> Data
         )
     )
     head = F.col("is_head")
-    category_reason = (
-        F.when(F.col("hostile").isNotNull(), F.array(F.lit("quarantined"), F.col("hostile")))
-        .when(head & F.col("ts").isNull(), F.array(F.lit("quarantined"), F.lit("invalid timestamp in head line")))
-        .when(head & resend_of_lp1, F.array(F.lit("event"), F.lit(None)))
-        .when(
-            head & lp1_deferred,
-            F.array(F.lit("ignored"), F.lit("L-P1 line (event recorded on the Message{...} line after it)")),
-        )
+    # (condition, category, why) in order; the first that holds decides. Two CASE columns rather than one array
+    # column: an array per line is an allocation per line, and nearly all lines take an early branch.
+    branches: list[tuple[Column, str, Column]] = [
+        (F.col("hostile").isNotNull(), "quarantined", F.col("hostile")),
+        (head & F.col("ts").isNull(), "quarantined", F.lit("invalid timestamp in head line")),
+        (head & resend_of_lp1, "event", F.lit(None)),
+        (head & lp1_deferred, "ignored", F.lit("L-P1 line (event recorded on the Message{...} line after it)")),
         # hour/day roll-ups repeat the minute counters (§6.3 L-B9): noise, not a malformed L-B9
-        .when(
+        (
             head & msg.startswith("[") & msg.rlike(P.STATS_ROLLUP),
-            F.array(F.lit("ignored"), F.lit("stats hour/day roll-up (repeats the minute lines)")),
-        )
-        .when(head & stmt.isNotNull() & full_ok, F.array(F.lit("event"), F.lit(None)))
-        .when(
+            "ignored",
+            F.lit("stats hour/day roll-up (repeats the minute lines)"),
+        ),
+        (head & stmt.isNotNull() & full_ok, "event", F.lit(None)),
+        (
             head & stmt.isNotNull(),
-            F.array(
-                F.lit("quarantined"),
-                F.concat(
-                    F.lit("truncated or malformed "),
-                    _by_stmt(stmt, {i: F.lit(s.ref) for i, s in st_list}),
-                    F.lit(" statement"),
-                ),
+            "quarantined",
+            F.concat(
+                F.lit("truncated or malformed "),
+                _by_stmt(stmt, {i: F.lit(s.ref) for i, s in st_list}),
+                F.lit(" statement"),
             ),
-        )
-        .when(head, F.array(F.lit("ignored"), ignored_kind))
-        .when(
+        ),
+        (head, "ignored", ignored_kind),
+        (
             F.col("safe").rlike(P.DATE_LIKE) | F.col("safe").rlike(P.TIME_LIKE),
-            F.array(F.lit("quarantined"), F.lit("malformed head line (timestamp, level or layout)")),
-        )
-        .when(
+            "quarantined",
+            F.lit("malformed head line (timestamp, level or layout)"),
+        ),
+        (
             F.col("source").isin("broker", "broker-stats") & F.col("safe").rlike(P.BROKER_HEADLESS_NOISE),
-            F.array(F.lit("ignored"), F.lit("stdout boot banner (no timestamp)")),
-        )
-        .otherwise(F.array(F.lit("continuation"), F.lit(None)))
+            "ignored",
+            F.lit("stdout boot banner (no timestamp)"),
+        ),
+    ]
+    cat0 = reduce(
+        lambda acc, b: acc.when(b[0], F.lit(b[1])), branches[1:], F.when(branches[0][0], F.lit(branches[0][1]))
     )
-    df = df.withColumn("resend_of_lp1", F.coalesce(resend_of_lp1, F.lit(False))).withColumn("cr", category_reason)
+    cat0 = cat0.otherwise(F.lit("continuation"))
+    why = reduce(lambda acc, b: acc.when(b[0], b[2]), branches[1:], F.when(branches[0][0], branches[0][2]))
+    df = df.withColumn("resend_of_lp1", F.coalesce(resend_of_lp1, F.lit(False))).withColumn("cat0", cat0)
     pre = df.select(
         "source",
         "source_file",
         "line_no",
         "is_head",
         "ts",
-        F.col("cr")[0].alias("cat0"),
-        F.col("cr")[1].alias("why"),
-        F.when(F.col("cr")[0] == "quarantined", F.coalesce(F.col("hostile_raw"), _cap(F.col("safe")))).alias("raw"),
+        "cat0",
+        why.alias("why"),
+        F.when(F.col("cat0") == "quarantined", F.coalesce(F.col("hostile_raw"), _cap(F.col("safe")))).alias("raw"),
         F.when(stmt == lp1, msg).alias("lp1_msg"),
         F.col("resend_of_lp1"),
-        F.when(F.col("cr")[0] == "event", _log_events(df)).alias("events0"),
+        F.when(F.col("cat0") == "event", _log_events(df)).alias("events0"),
     )
     by_file = Window.partitionBy("source_file").orderBy("line_no")
     before = by_file.rowsBetween(Window.unboundedPreceding, -1)

@@ -15,7 +15,8 @@ from dataclasses import dataclass
 
 from rocketmq_retry.logformats.trace import CONTENT_SPLITOR, FIELD_SPLITOR
 
-LEVELS = "(?:TRACE|DEBUG|INFO|WARN|WARNING|ERROR|FATAL)"
+LEVEL_NAMES = ("TRACE", "DEBUG", "INFO", "WARN", "WARNING", "ERROR", "FATAL")
+LEVELS = "(?:" + "|".join(LEVEL_NAMES) + ")"
 
 # --- head lines ---------------------------------------------------------------------------------------------
 # 4.x ClientLogger DefaultLayout (§6.1): "yyyy-MM-dd HH:mm:ss,SSS LEVEL loggerName - message", JVM zone, \r\n.
@@ -379,3 +380,10 @@ CONTEXT_CODES = ("SUCCESS", "TIME_OUT", "EXCEPTION", "RETURNNULL", "FAILED")
 
 MAX_LINE_CHARS = 1_048_576  # a line of 1 MB or more is quarantined, not parsed
 RAW_CAP = 4096  # quarantine.raw and events.body are capped at this many characters
+
+# Lines are screened by their message's first PREFIX_PROBE characters before the statement table is consulted,
+# so every statement's literal prefix must be at least that long.
+PREFIX_PROBE = 12
+_short = [st.ref for st in STATEMENTS if len(st.prefix) < PREFIX_PROBE]
+if _short:
+    raise ValueError(f"statement prefixes shorter than PREFIX_PROBE={PREFIX_PROBE}: {_short}")
