@@ -19,6 +19,10 @@ case "${1:-}" in
       echo "refusing to bind the api-server to $HOST: use 127.0.0.1" >&2; exit 2
     fi
     [ -s "$PIDS" ] && { echo "already started (pids in $PIDS); run '$0 stop' first" >&2; exit 1; }
+    case "${AIRFLOW__DATABASE__SQL_ALCHEMY_CONN:-sqlite}" in
+      sqlite*) echo "warning: four components on one SQLite file lock each other ('database is locked');" \
+                 "use PostgreSQL (docs/airflow.md, 'Running it')" >&2 ;;
+    esac
     mkdir -p "$LOGS"
     airflow db migrate >"$LOGS/db-migrate.log" 2>&1
     setsid airflow api-server -H "$HOST" -p "$PORT" >"$LOGS/api-server.log" 2>&1 </dev/null & echo $! >>"$PIDS"
