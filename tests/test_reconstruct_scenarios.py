@@ -49,6 +49,8 @@ CONFIG = parse_config(
             "early": {"broker": "fast", "max_reconsume_times": 5},
             "same_ms": {},
             "fallback_dlq": {"broker": "fast", "max_reconsume_times": 3},
+            "skewed": {"broker": "fast", "max_reconsume_times": 3},
+            "after_dlq": {"broker": "fast", "max_reconsume_times": 3},
         },
     }
 )
@@ -210,6 +212,14 @@ def scenario_events() -> Events:
     e.add("SEND_BACK", 7.25, "fallback_dlq", "M-fd", 3, source="message-dump", topic="SCHEDULE_TOPIC_XXXX",
           delay_level=5, queue_id=4, detail="REAL_TOPIC=%DLQ%fallback_dlq")  # fmt: skip
     e.dlq(12.25, "fallback_dlq", "M-fd", 3)
+    # 21. level -1 (§1.5) seen through a consumer host whose clock runs 200 ms ahead of the broker's: the trace
+    # says the delivery came after the DLQ copy's storeTimestamp; within the clock-skew tolerance, no anomaly.
+    e.dlq(0.03, "skewed", "M-sk", 1)
+    e.trace(0.2, "skewed", "M-sk", 0, ok=False)
+    # 22. a delivery 30 s after the DLQ arrival: no clock is that far off.
+    e.trace(0, "after_dlq", "M-ad", 0, ok=False)
+    e.dlq(0.05, "after_dlq", "M-ad", 1)
+    e.trace(30, "after_dlq", "M-ad", 1, ok=True)
     return e
 
 
@@ -480,6 +490,13 @@ def test_send_back_fallback_into_the_dlq_counts_each_delivery_once(outputs: dict
         "SCHEDULED",
         "DEAD_LETTERED",
     ]
+
+
+def test_delivery_after_dlq_allows_for_clock_skew(outputs: dict[str, list[Row]]) -> None:
+    (skewed,) = life(outputs, "skewed")
+    assert (skewed["final_state"], skewed["anomalies"]) == ("DEAD_LETTERED", [])
+    (late,) = life(outputs, "after_dlq")
+    assert "DELIVERY_AFTER_DLQ" in late["anomalies"]
 
 
 def test_reconciliation_counts_send_backs_including_dlq_bound(outputs: dict[str, list[Row]]) -> None:

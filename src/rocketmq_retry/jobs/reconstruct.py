@@ -52,6 +52,9 @@ class Thresholds:
     late_min_ms: int = 30_000  # LATE_REDELIVERY: drift above max(this, late_factor x the hop's delay)
     late_factor: float = 1.0
     orderly_block_ms: int = 60_000  # ORDERLY_QUEUE_BLOCKED: one message held its queue longer than this
+    # DELIVERY_AFTER_DLQ: consumer hosts and the broker keep their own clocks (a trace SubBefore carries the
+    # consumer's time, a DLQ copy the broker's storeTimestamp), so "after" means later by more than this
+    clock_skew_ms: int = 1_000
 
 
 @dataclass
@@ -701,7 +704,10 @@ def lifecycles_from(lc: DataFrame, plan: DataFrame, trans: DataFrame, th: Thresh
                 ),
                 F.when(F.col("late_excess") > 0, F.lit("LATE_REDELIVERY")),
                 F.when(F.col("missing_delivery") == 1, F.lit("MISSING_HOP")),
-                F.when(dlq_seen & (F.col("last_delivery_ms") > F.col("dlq_ms")), F.lit("DELIVERY_AFTER_DLQ")),
+                F.when(
+                    dlq_seen & (F.col("last_delivery_ms") > F.col("dlq_ms") + th.clock_skew_ms),
+                    F.lit("DELIVERY_AFTER_DLQ"),
+                ),
                 F.when(is_bcast & (F.coalesce(F.col("last_attempt"), F.lit(0)) > 0), F.lit("RETRY_IN_BROADCAST")),
                 F.when(is_bcast & F.col("max_copy").isNotNull(), F.lit("RETRY_IN_BROADCAST")),
                 F.when(~is_bcast & (F.col("max_n_delivered") > 1), F.lit("DUPLICATE_CONSUME")),
@@ -1032,6 +1038,12 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--late-min", default="30s", help="LATE_REDELIVERY: minimum drift (default 30s)")
     p.add_argument("--late-factor", type=float, default=1.0, help="LATE_REDELIVERY: drift above factor x delay")
     p.add_argument("--orderly-block", default="60s", help="ORDERLY_QUEUE_BLOCKED threshold (default 60s)")
+    p.add_argument(
+        "--clock-skew",
+        default="1s",
+        help="DELIVERY_AFTER_DLQ: how much later than the DLQ arrival a delivery must be, for the clock skew "
+        "between consumer hosts and the broker (default 1s)",
+    )
     return p
 
 
@@ -1057,6 +1069,7 @@ def _run(args: argparse.Namespace) -> int:
         late_min_ms=parse_duration_ms(args.late_min),
         late_factor=args.late_factor,
         orderly_block_ms=parse_duration_ms(args.orderly_block),
+        clock_skew_ms=parse_duration_ms(args.clock_skew),
     )
     t0 = time.monotonic()
     if not (pathlib.Path(args.warehouse) / "events" / f"dt={args.date}").is_dir():
