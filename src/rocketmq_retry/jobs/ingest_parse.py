@@ -261,10 +261,16 @@ def _with_head(df: DataFrame, ds: str) -> DataFrame:
     # The common layouts are delimited: once the one rlike above has validated the head, its fields are cut out
     # with split/substring (a regexp_extract per field would re-run the whole pattern each time). Only the rare
     # console and Spring layouts, whose thread names may hold spaces, use group extraction.
-    words = F.split(h, " ")  # c4: date time level logger; cb: date time [level] [thread]
-    cb3 = F.try_element_at(words, F.lit(3))
-    cb_level = F.when(cb3.isin(*P.LEVEL_NAMES), cb3)
-    c5_parts = F.split(h, r"\] \[")  # c5: "ts LEVEL [pid", thread, "logger#M:L" (the pattern's lazy thread)
+    # c4 "date time LEVEL logger"; cb "date time[ LEVEL][ thread]"; c5 "ts LEVEL [pid] [thread] [logger#M:L"
+    after_ts = F.expr("substring(_h, 25)")  # c4/c5: from the level on (the timestamp is 23 chars + a space)
+    cb_rest = F.expr("substring(_h, 21)")  # cb: after "yyyy-MM-dd HH:mm:ss "
+    cb_first = F.nullif(F.substring_index(cb_rest, " ", 1), F.lit(""))
+    cb_level = F.when(cb_first.isin(*P.LEVEL_NAMES), cb_first)
+    cb_second = F.when(cb_rest.contains(" "), F.substring_index(cb_rest, " ", -1))
+    c5_logger = F.substring_index(h, "] [", -1)
+    # the pattern's lazy thread group runs from the first "] [" to the last one (the logger holds no "]")
+    c5_from_thread = F.expr("substring(_h, locate('] [', _h) + 3)")
+    c5_thread = F.substring(c5_from_thread, F.lit(1), F.length(c5_from_thread) - F.length(c5_logger) - 3)
     # literal formats per layout: a format given as a column makes Spark build a formatter for every row
     local = (
         F.when(k == "c4", F.try_to_timestamp(F.substring(line, 1, 23), F.lit(P.CLIENT4_TS_FORMAT)))
@@ -294,20 +300,20 @@ def _with_head(df: DataFrame, ds: str) -> DataFrame:
         *(c for c in df.columns if not c.startswith("_") and c != "msg"),
         k.isNotNull().alias("is_head"),
         ts.alias("ts"),
-        F.when(k == "c4", F.try_element_at(words, F.lit(3)))
+        F.when(k == "c4", F.substring_index(after_ts, " ", 1))
         .when(k == "con", g(3))
-        .when(k == "c5", F.substring_index(F.expr("substring(_h, 25)"), " ", 1))
+        .when(k == "c5", F.substring_index(after_ts, " ", 1))
         .when(k == "cb", cb_level)
         .when(k == "cs", g(4))
         .alias("level"),
         F.when(k == "con", g(2))
-        .when(k == "c5", F.array_join(F.slice(c5_parts, F.lit(2), F.size(c5_parts) - 2), "] ["))
-        .when(k == "cb", F.when(cb_level.isNotNull(), F.try_element_at(words, F.lit(4))).otherwise(cb3))
+        .when(k == "c5", c5_thread)
+        .when(k == "cb", F.when(cb_level.isNotNull(), cb_second).otherwise(cb_first))
         .when(k == "cs", F.trim(g(6)))
         .alias("thread"),
-        F.when(k == "c4", F.try_element_at(words, F.lit(4)))
+        F.when(k == "c4", F.substring_index(h, " ", -1))
         .when(k == "con", g(4))
-        .when(k == "c5", F.concat(F.try_element_at(c5_parts, F.lit(-1)), F.lit("]")))
+        .when(k == "c5", F.concat(c5_logger, F.lit("]")))
         .when(k == "cs", g(7))
         .alias("logger"),
         F.when(k.isNotNull(), F.col("msg")).alias("msg"),
@@ -403,6 +409,11 @@ def classify_log_lines(lines: DataFrame, ds: str, day_zone: str = "UTC") -> Data
     Everything per line is computed before the one window (continuation lines take their head's date), so only
     small columns cross the shuffle, never the line text.
     """
+    return _date_log_lines(_classify_log_heads(lines, ds), ds, day_zone)
+
+
+def _classify_log_heads(lines: DataFrame, ds: str) -> DataFrame:
+    """Per line, without looking at other lines: head fields, provisional category, why, raw and events."""
     line, src = F.col("line"), F.col("source")
     too_long = F.length(line) >= P.MAX_LINE_CHARS
     bad_utf8 = ~F.is_valid_utf8(line)
@@ -509,6 +520,11 @@ def classify_log_lines(lines: DataFrame, ds: str, day_zone: str = "UTC") -> Data
         F.col("resend_of_lp1"),
         F.when(F.col("cat0") == "event", _log_events(df)).alias("events0"),
     )
+    return pre
+
+
+def _date_log_lines(pre: DataFrame, ds: str, day_zone: str) -> DataFrame:
+    """The one window per file: continuation lines take their head's date, orphans and the 4.9.4 L-P1 pairing."""
     by_file = Window.partitionBy("source_file").orderBy("line_no")
     before = by_file.rowsBetween(Window.unboundedPreceding, -1)
     upto = by_file.rowsBetween(Window.unboundedPreceding, Window.currentRow)
@@ -866,11 +882,47 @@ def quarantine_of(classified: DataFrame) -> DataFrame:
     return lines.unionByName(records)
 
 
+def compact(classified: DataFrame) -> DataFrame:
+    """The classification with one row per event or quarantined line and one count row per (file, category,
+    kind) for the rest: what the three outputs need, in a few thousand rows instead of one per line read.
+
+    Both halves read the same per-line plan; Spark runs its shuffle (the per-file window) once and reuses it.
+    ``lines`` is how many lines a row stands for; a count row has no ``line_no``.
+    """
+    kept = F.col("category").isin("event", "quarantined")
+    lines = classified.filter(kept).withColumn("lines", F.lit(1).cast("long"))
+    counted = (
+        classified.filter(~kept)
+        .groupBy("source", "source_file", "category", "kind")
+        .agg(F.count(F.lit(1)).alias("lines"), F.sum("other_date_events").cast("int").alias("other_date_events"))
+        .select(
+            "source",
+            "source_file",
+            F.lit(None).cast("long").alias("line_no"),
+            F.lit(None).cast("date").alias("line_date"),
+            "category",
+            "kind",
+            F.lit(None).cast("string").alias("reason"),
+            F.lit(None).cast("string").alias("raw"),
+            _no_events().alias("events"),
+            _no_bad().alias("bad"),
+            "other_date_events",
+            "lines",
+        )
+    )
+    return lines.unionByName(counted)
+
+
 def report_of(classified: DataFrame) -> DataFrame:
-    """Per file: lines_read = events + ignored + continuation + quarantined (lines of other dates apart)."""
+    """Per file: lines_read = events + ignored + continuation + quarantined (lines of other dates apart).
+
+    Takes per-line rows or ``compact`` rows (a row counts for ``lines`` lines when that column is present).
+    """
+    if "lines" not in classified.columns:
+        classified = classified.withColumn("lines", F.lit(1).cast("long"))
 
     def n(cat: str) -> Column:
-        return F.sum((F.col("category") == cat).cast("long")).alias(cat)
+        return F.sum(F.when(F.col("category") == cat, F.col("lines")).otherwise(0)).cast("long").alias(cat)
 
     unattributed = F.filter(
         F.col("events"), lambda e: e["event_type"].isin(*GROUP_EVENTS) & e["consumer_group"].isNull()
@@ -878,7 +930,9 @@ def report_of(classified: DataFrame) -> DataFrame:
     per_file = (
         classified.groupBy("source", "source_file")
         .agg(
-            F.sum((F.col("category") != "other_date").cast("long")).alias("lines_read"),
+            F.sum(F.when(F.col("category") != "other_date", F.col("lines")).otherwise(0))
+            .cast("long")
+            .alias("lines_read"),
             n("event"),
             n("ignored"),
             n("continuation"),
@@ -894,7 +948,7 @@ def report_of(classified: DataFrame) -> DataFrame:
     kinds = (
         classified.filter(F.col("category") == "ignored")
         .groupBy("source_file", "kind")
-        .count()
+        .agg(F.sum("lines").alias("count"))
         .groupBy("source_file")
         .agg(F.map_from_entries(F.sort_array(F.collect_list(F.struct("kind", "count")))).alias("ignored_by_kind"))
     )
