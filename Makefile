@@ -22,7 +22,7 @@ help:
 	@echo "make demo       setup, then run the daily DAG (airflow dags test) on the committed sample and print its summary"
 	@echo "make test       setup, then run the whole test suite (real Spark, Airflow, GE, SQLite and PostgreSQL)"
 	@echo "make test-fast  the tests not marked slow"
-	@echo "make test-all   every test, including the whole simulated-day comparison (20+ minutes)"
+	@echo "make test-all   every test, including the 2,000-message simulated-day comparison (about 4 more minutes)"
 	@echo "make lint       ruff check + ruff format --check"
 	@echo "make bench      the benchmarks in benchmarks/ (minutes; not part of the tests)"
 

@@ -72,7 +72,6 @@ def mismatches(truth: Result, got: Result) -> Counter[str]:
 
 @pytest.mark.spark
 @pytest.mark.slow
-@pytest.mark.fullday
 def test_example_day_matches_simulator_truth(spark: Any, tmp_path: pathlib.Path) -> None:
     import json
 
@@ -82,3 +81,29 @@ def test_example_day_matches_simulator_truth(spark: Any, tmp_path: pathlib.Path)
     bad = mismatches(truth, got)
     matched = len(truth) - sum(bad.values())
     assert matched / len(truth) >= 0.99, f"{matched}/{len(truth)} match; mismatch classes: {dict(bad)}"
+
+
+# The one class the logs cannot show (docs/reconstruction.md, "Limits"): a gRPC FIFO listener that returns
+# FAILURE is retried inside the client, which logs those attempts at DEBUG only (§5.3, §6.2), so a message
+# consumed after such retries reads as consumed at its first delivery.
+UNOBSERVABLE = {"GID_settlement_fifo"}
+
+
+@pytest.mark.spark
+@pytest.mark.slow
+@pytest.mark.fullday
+def test_full_simulated_day_matches_simulator_truth(spark: Any, tmp_path: pathlib.Path) -> None:
+    """Issue 5's done-when: 2,000 business messages over the demo deployment, D and D+1, at least 99% match."""
+    from rocketmq_retry.simulate.cli import main as simulate
+
+    landing = tmp_path / "landing"
+    args = ["--date", "2026-11-20", "--out", str(landing), "--config", str(CONFIG), "--messages", "2000"]
+    assert simulate([*args, "--seed", "5", "--quiet"]) == 0
+    truth = truth_lifecycles(landing)
+    got = run_pipeline(spark, landing, CONFIG, tmp_path / "wh", "2026-11-20")
+    bad = mismatches(truth, got)
+    matched = len(truth) - sum(bad.values())
+    assert len(truth) == 2000
+    assert matched / len(truth) >= 0.99, f"{matched}/{len(truth)} match; mismatch classes: {dict(bad)}"
+    unexplained = {k for k in truth if got.get(k) != truth[k] and k[0] not in UNOBSERVABLE}
+    assert not unexplained, sorted(unexplained)[:10]

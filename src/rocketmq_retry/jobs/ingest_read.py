@@ -68,9 +68,11 @@ def resolve_files(config: Config, landing: str | os.PathLike[str], ds: str) -> t
         for p in matched:
             resolved = str(pathlib.Path(p).resolve())
             if resolved in seen:
-                notes.append(
-                    f"{os.path.relpath(resolved, root)}: already read as {seen[resolved]}, not as {entry.format}"
-                )
+                # a specific entry before a catch-all of the same format is the usual layering: say nothing
+                if seen[resolved] != entry.format:
+                    notes.append(
+                        f"{os.path.relpath(resolved, root)}: already read as {seen[resolved]}, not as {entry.format}"
+                    )
                 continue
             if not os.access(resolved, os.R_OK):
                 raise InputError(f"cannot read input file: {resolved}")

@@ -47,6 +47,13 @@ sources:
   # application hosts are named <broker key>-<app>-NN: "default-*" run 4.x clients, "v5-*" 5.x and gRPC clients
   - {format: rocketmq-client-4x, path: "default-*/logs/rocketmqlogs/rocketmq_client*.log*", timezone: Asia/Shanghai}
   - {format: rocketmq-client-5x, path: "v5-*/logs/rocketmqlogs/**/rocketmq_client*.log*"}
+  # the gRPC SDK's consumer lines name no group (§6.2): each consumer host's file is given its group here
+  - {format: rocketmq-grpc-client, path: "v5-risk-scoring-[0-9]*/logs/rocketmq/rocketmq-client*.log*",
+     consumer_group: GID_risk_scoring}
+  - {format: rocketmq-grpc-client, path: "v5-settlement-fifo-[0-9]*/logs/rocketmq/rocketmq-client*.log*",
+     consumer_group: GID_settlement_fifo}
+  - {format: rocketmq-grpc-client, path: "v5-audit-simple-[0-9]*/logs/rocketmq/rocketmq-client*.log*",
+     consumer_group: GID_audit_simple}
   - {format: rocketmq-grpc-client, path: "v5-*/logs/rocketmq/rocketmq-client*.log*"}
   - {format: spring-listener, path: "*/logs/app.log*", timezone: Asia/Shanghai}
   - {format: broker, path: "rmq-broker-*/logs/rocketmqlogs/**/broker*.log*"}

@@ -72,8 +72,17 @@ def suggested_sources(sim: Simulator) -> list[dict[str, str]]:
                     "timezone": sim.zone4x})  # fmt: skip
     for h in sorted(set(hosts[CLIENT_5X])):
         out.append({"format": "rocketmq-client-5x", "path": f"{h}/logs/rocketmqlogs/**/rocketmq_client*.log*"})
-    if hosts[GRPC]:
-        out.append({"format": "rocketmq-grpc-client", "path": "*/logs/rocketmq/rocketmq-client*.log*"})
+    # gRPC consumer lines name no group (§6.2): a host whose client serves one consumer group says so
+    grpc_group: dict[str, set[str]] = {}
+    for g in sim.groups:
+        for inst in g.instances:
+            if inst.kind == GRPC:
+                grpc_group.setdefault(inst.host.name, set()).add(g.name)
+    for h in sorted(set(hosts[GRPC])):
+        entry = {"format": "rocketmq-grpc-client", "path": f"{h}/logs/rocketmq/rocketmq-client*.log*"}
+        if len(grpc_group.get(h, ())) == 1:
+            entry["consumer_group"] = next(iter(grpc_group[h]))
+        out.append(entry)
     if hosts["spring"]:
         out.append({"format": "spring-listener", "path": "*/logs/app.log*", "timezone": sim.zone_app})
     out.append({"format": "broker", "path": "rmq-broker-*/logs/rocketmqlogs/**/broker*.log*"})
