@@ -212,12 +212,6 @@ def parsed(spark: Any) -> dict[str, list[Row]]:
         "quarantine": parse.quarantine_of(classified).collect(),
         "lines": classified.select("source_file", "line_no", "category", "kind", "reason").collect(),
         "report": parse.report_of(classified).collect(),
-        # what the job writes: the three outputs from the compacted classification
-        "compact": {
-            "events": parse.events_of(parse.compact(classified)).collect(),
-            "quarantine": parse.quarantine_of(parse.compact(classified)).collect(),
-            "report": parse.report_of(parse.compact(classified)).collect(),
-        },
     }
     classified.unpersist()
     return out
@@ -551,11 +545,6 @@ def test_message_dumps(parsed: dict[str, list[Row]]) -> None:
         ],
     )
     assert _cat(parsed, "d.jsonl") == [(1, "event"), (2, "event"), (3, "event"), (4, "quarantined"), (5, "other_date")]
-
-
-def test_compacted_classification_gives_the_same_outputs(parsed: dict[str, Any]) -> None:
-    for table in ("events", "quarantine", "report"):
-        assertDataFrameEqual(parsed["compact"][table], parsed[table])
 
 
 def test_report_balances(parsed: dict[str, list[Row]]) -> None:

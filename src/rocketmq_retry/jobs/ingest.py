@@ -88,11 +88,10 @@ def run_ingest(
         if parts
         else parse.classify(read_lines(spark, []), ds, day_zone=zone)
     )
-    # Materialise the classification once, compacted (event and quarantined lines, counts for the rest), and cut
-    # its lineage: the three outputs then plan and ship a scan of a few thousand stored rows, not the
-    # classifier's whole expression tree (whose task binary is over 1 MB).
+    # Materialise the per-line classification once and cut its lineage: the three outputs then plan and ship a
+    # scan of stored rows, not the classifier's whole expression tree (whose task binary is over 1 MB).
     print("ingest: classifying lines", file=log)
-    classified = parse.compact(classified).localCheckpoint(eager=True, storageLevel=StorageLevel.MEMORY_AND_DISK)
+    classified = classified.localCheckpoint(eager=True, storageLevel=StorageLevel.MEMORY_AND_DISK)
     try:
         print("ingest: writing events", file=log)
         write_partition(parse.events_of(classified), warehouse, "events", ds)

@@ -882,47 +882,11 @@ def quarantine_of(classified: DataFrame) -> DataFrame:
     return lines.unionByName(records)
 
 
-def compact(classified: DataFrame) -> DataFrame:
-    """The classification with one row per event or quarantined line and one count row per (file, category,
-    kind) for the rest: what the three outputs need, in a few thousand rows instead of one per line read.
-
-    Both halves read the same per-line plan; Spark runs its shuffle (the per-file window) once and reuses it.
-    ``lines`` is how many lines a row stands for; a count row has no ``line_no``.
-    """
-    kept = F.col("category").isin("event", "quarantined")
-    lines = classified.filter(kept).withColumn("lines", F.lit(1).cast("long"))
-    counted = (
-        classified.filter(~kept)
-        .groupBy("source", "source_file", "category", "kind")
-        .agg(F.count(F.lit(1)).alias("lines"), F.sum("other_date_events").cast("int").alias("other_date_events"))
-        .select(
-            "source",
-            "source_file",
-            F.lit(None).cast("long").alias("line_no"),
-            F.lit(None).cast("date").alias("line_date"),
-            "category",
-            "kind",
-            F.lit(None).cast("string").alias("reason"),
-            F.lit(None).cast("string").alias("raw"),
-            _no_events().alias("events"),
-            _no_bad().alias("bad"),
-            "other_date_events",
-            "lines",
-        )
-    )
-    return lines.unionByName(counted)
-
-
 def report_of(classified: DataFrame) -> DataFrame:
-    """Per file: lines_read = events + ignored + continuation + quarantined (lines of other dates apart).
-
-    Takes per-line rows or ``compact`` rows (a row counts for ``lines`` lines when that column is present).
-    """
-    if "lines" not in classified.columns:
-        classified = classified.withColumn("lines", F.lit(1).cast("long"))
+    """Per file: lines_read = events + ignored + continuation + quarantined (lines of other dates apart)."""
 
     def n(cat: str) -> Column:
-        return F.sum(F.when(F.col("category") == cat, F.col("lines")).otherwise(0)).cast("long").alias(cat)
+        return F.sum((F.col("category") == cat).cast("long")).alias(cat)
 
     unattributed = F.filter(
         F.col("events"), lambda e: e["event_type"].isin(*GROUP_EVENTS) & e["consumer_group"].isNull()
@@ -930,9 +894,7 @@ def report_of(classified: DataFrame) -> DataFrame:
     per_file = (
         classified.groupBy("source", "source_file")
         .agg(
-            F.sum(F.when(F.col("category") != "other_date", F.col("lines")).otherwise(0))
-            .cast("long")
-            .alias("lines_read"),
+            F.sum((F.col("category") != "other_date").cast("long")).alias("lines_read"),
             n("event"),
             n("ignored"),
             n("continuation"),
@@ -948,7 +910,7 @@ def report_of(classified: DataFrame) -> DataFrame:
     kinds = (
         classified.filter(F.col("category") == "ignored")
         .groupBy("source_file", "kind")
-        .agg(F.sum("lines").alias("count"))
+        .count()
         .groupBy("source_file")
         .agg(F.map_from_entries(F.sort_array(F.collect_list(F.struct("kind", "count")))).alias("ignored_by_kind"))
     )
