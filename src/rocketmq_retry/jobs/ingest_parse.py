@@ -259,8 +259,9 @@ def _with_head(df: DataFrame, ds: str) -> DataFrame:
 
     df = df.withColumn("_rx", rx)
     # The common layouts are delimited: once the one rlike above has validated the head, its fields are cut out
-    # with split/substring (a regexp_extract per field would re-run the whole pattern each time). Only the rare
-    # console and Spring layouts, whose thread names may hold spaces, use group extraction.
+    # at their delimiters with substring/substring_index (a regexp_extract per field would re-run the whole
+    # pattern each time, a split would allocate an array per line). Only the rare console and Spring layouts,
+    # whose thread names may hold spaces, use group extraction.
     # c4 "date time LEVEL logger"; cb "date time[ LEVEL][ thread]"; c5 "ts LEVEL [pid] [thread] [logger#M:L"
     after_ts = F.expr("substring(_h, 25)")  # c4/c5: from the level on (the timestamp is 23 chars + a space)
     cb_rest = F.expr("substring(_h, 21)")  # cb: after "yyyy-MM-dd HH:mm:ss "
