@@ -22,9 +22,9 @@ os.environ.setdefault("AIRFLOW__CORE__LOAD_EXAMPLES", "False")
 os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 # The first code to start Spark in this process fixes the JVM's heap for the whole run, and that is not always
 # the `spark` fixture: a dag.test() validates in-process with the config's 1g. 1g thrashes in full GCs once the
-# real-sample reconstruction runs after dozens of other Spark tests, so every in-process JVM gets 3g.
+# real-sample reconstruction runs after dozens of other Spark tests, so every in-process JVM gets 4g.
 # (--driver-memory here outranks the --conf spark.driver.memory=... pyspark puts before it.)
-TEST_DRIVER_MEMORY = "3g"
+TEST_DRIVER_MEMORY = "4g"
 os.environ.setdefault("PYSPARK_SUBMIT_ARGS", f"--driver-memory {TEST_DRIVER_MEMORY} pyspark-shell")
 os.environ.pop("ROCKETMQ_RETRY_CONFIG", None)  # tests never pick up a developer's own config
 
@@ -45,7 +45,7 @@ def spark() -> Iterator[object]:
         "rocketmq-retry-tests", master="local[2]", driver_memory=TEST_DRIVER_MEMORY, shuffle_partitions=2
     )
     max_heap = session.sparkContext._jvm.java.lang.Runtime.getRuntime().maxMemory()  # type: ignore[attr-defined]
-    if max_heap < 2.5 * 2**30:
+    if max_heap < 3.5 * 2**30:
         pytest.fail(
             f"the test JVM has a {max_heap / 2**30:.1f} GiB heap; something started Spark without "
             f"PYSPARK_SUBMIT_ARGS={os.environ.get('PYSPARK_SUBMIT_ARGS')!r}"

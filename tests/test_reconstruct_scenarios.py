@@ -237,12 +237,15 @@ def run_scenarios(spark: Any) -> dict[str, list[Row]]:
             row["dt"] = row["event_time"].strftime("%Y-%m-%d")
     events = spark.createDataFrame(e.rows, schema)
     out = reconstruct(spark, events, CONFIG, D)
-    return {
-        "transitions": out.transitions.collect(),
-        "lifecycles": out.lifecycles.collect(),
-        "dead_letters": out.dead_letters.collect(),
-        "reconciliation": out.reconciliation.collect(),
-    }
+    try:
+        return {
+            "transitions": out.transitions.collect(),
+            "lifecycles": out.lifecycles.collect(),
+            "dead_letters": out.dead_letters.collect(),
+            "reconciliation": out.reconciliation.collect(),
+        }
+    finally:
+        out.release()
 
 
 LIFE_COLS = ("msg_id", "deliveries", "final_state", "expected_final_state", "anomalies", "evidence_class")

@@ -65,6 +65,13 @@ class Outputs:
     reconciliation: DataFrame
     observations: DataFrame  # the linked, classified events (cached), for the run's evidence report
     report: dict[str, object] = field(default_factory=dict)
+    cached: list[DataFrame] = field(default_factory=list)  # intermediate results this run cached
+
+    def release(self) -> None:
+        """Unpersist the cached intermediates: a session that outlives the run (tests, a notebook) keeps no
+        cached blocks per date it reconstructed."""
+        for frame in self.cached:
+            frame.unpersist()
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -847,7 +854,7 @@ def reconstruct(
     )
     recon = reconciliation(obs, transitions, (d0, d1), groups)
     report = {"groups": [s.group for s in summaries], "horizon_ms": horizon_ms, "engine": sched.engine_available()}
-    return Outputs(transitions, lifecycles, dead_letters, recon, obs, report)
+    return Outputs(transitions, lifecycles, dead_letters, recon, obs, report, [obs, lc, plan, trans_full, life])
 
 
 TRANSITION_COLUMNS = (
@@ -1091,10 +1098,13 @@ def _run(args: argparse.Namespace) -> int:
     )
     events = read_events(spark, args.warehouse, args.date, lookback_ms, config.timezone)
     out = reconstruct(spark, events, config, args.date, thresholds=th)
-    for table in TABLES:
-        print(f"  writing {table} …", flush=True)
-        write_partition(getattr(out, table), args.warehouse, table, args.date)
-    unplaced = evidence_report(out.observations)
+    try:
+        for table in TABLES:
+            print(f"  writing {table} …", flush=True)
+            write_partition(getattr(out, table), args.warehouse, table, args.date)
+        unplaced = evidence_report(out.observations)
+    finally:
+        out.release()
     summary = summarize(spark, args.warehouse, args.date)
     print(f"reconstruct {args.date}: done in {time.monotonic() - t0:.1f}s")
     print(f"  lifecycles: {summary['lifecycles']}  by final state: {summary['final_state']}")

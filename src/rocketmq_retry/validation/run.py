@@ -26,7 +26,7 @@ from rocketmq_retry.validation.settings import ValidationSettings, load_validati
 from rocketmq_retry.validation.suites import TABLES
 
 if TYPE_CHECKING:
-    from pyspark.sql import SparkSession
+    from pyspark.sql import DataFrame, SparkSession
 
     from rocketmq_retry.config import Config
 
@@ -117,14 +117,24 @@ def validate_partition(
     settings: ValidationSettings,
     spark: SparkSession,
 ) -> ValidationSummary:
-    import great_expectations as gx
-
-    from rocketmq_retry.validation.project import DOCS_SITE, checkpoint_name, open_project
-
     _check_date(ds)
     # Cached: GE computes each metric with its own Spark job, and re-reading Parquet for each costs more
     # than the metric itself.
     frames = {table: _read_partition(spark, warehouse, table, ds).cache() for table in TABLES}
+    try:
+        return _validate_frames(frames, config, settings, ds, warehouse)
+    finally:
+        for frame in frames.values():  # a worker or test session that outlives the run keeps no cached blocks
+            frame.unpersist()
+
+
+def _validate_frames(
+    frames: dict[str, DataFrame], config: Config, settings: ValidationSettings, ds: str, warehouse: str
+) -> ValidationSummary:
+    import great_expectations as gx
+
+    from rocketmq_retry.validation.project import DOCS_SITE, checkpoint_name, open_project
+
     context = open_project(config, settings)
     # A fixed run time per date: re-running a date overwrites its results and pages instead of piling up.
     run_id = gx.RunIdentifier(run_name=f"dt={ds}", run_time=dt.datetime.fromisoformat(ds).replace(tzinfo=dt.UTC))
