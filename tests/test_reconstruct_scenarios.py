@@ -50,6 +50,7 @@ CONFIG = parse_config(
             "same_ms": {},
             "fallback_dlq": {"broker": "fast", "max_reconsume_times": 3},
             "skewed": {"broker": "fast", "max_reconsume_times": 3},
+            "dlq_line": {"broker": "five", "max_reconsume_times": 3},
             "after_dlq": {"broker": "fast", "max_reconsume_times": 3},
         },
     }
@@ -216,6 +217,11 @@ def scenario_events() -> Events:
     # says the delivery came after the DLQ copy's storeTimestamp; within the clock-skew tolerance, no anomaly.
     e.dlq(0.03, "skewed", "M-sk", 1)
     e.trace(0.2, "skewed", "M-sk", 0, ok=False)
+    # 23. 5.x: the broker's `send msg to DLQ` line has whole seconds (§6.1), 882 ms before the DLQ copy's
+    # storeTimestamp; the consumer host runs 140 ms ahead: its delivery reads 1.02 s after the broker line.
+    e.add("DEAD_LETTERED", 0, "dlq_line", "M-dl", None, source="broker", topic="%DLQ%dlq_line")
+    e.dlq(0.882, "dlq_line", "M-dl", 1)
+    e.trace(1.02, "dlq_line", "M-dl", 0, ok=False)
     # 22. a delivery 30 s after the DLQ arrival: no clock is that far off.
     e.trace(0, "after_dlq", "M-ad", 0, ok=False)
     e.dlq(0.05, "after_dlq", "M-ad", 1)
@@ -498,6 +504,8 @@ def test_send_back_fallback_into_the_dlq_counts_each_delivery_once(outputs: dict
 def test_delivery_after_dlq_allows_for_clock_skew(outputs: dict[str, list[Row]]) -> None:
     (skewed,) = life(outputs, "skewed")
     assert (skewed["final_state"], skewed["anomalies"]) == ("DEAD_LETTERED", [])
+    (line,) = life(outputs, "dlq_line")
+    assert (line["final_state"], line["anomalies"]) == ("DEAD_LETTERED", [])
     (late,) = life(outputs, "after_dlq")
     assert "DELIVERY_AFTER_DLQ" in late["anomalies"]
 
