@@ -21,6 +21,7 @@ from pyspark.sql import Column, Window
 from pyspark.sql import functions as F
 
 from rocketmq_retry.jobs import ingest_patterns as P
+from rocketmq_retry.jobs.ingest_screen import screen_log_lines, settle_candidates
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -197,145 +198,6 @@ def message_fields(rendering: Column) -> dict[str, Column]:
 # ------------------------------------------------------------------------------------------------- log lines
 
 
-# Message separators per layout: the head regex runs over the short text before it, never over the message.
-_SEP_4X, _SEP_5X, _SEP_SPRING = " - ", "] - ", " : "
-
-
-def _split_at(line: Column, sep: str) -> tuple[Column, Column]:
-    """(header, message) around the first ``sep``; header '' when absent."""
-    pos = F.locate(sep, line)
-    return (
-        F.when(pos > 0, F.substring(line, F.lit(1), pos - 1)).otherwise(F.lit("")),
-        F.when(pos > 0, F.substring(line, pos + len(sep), P.MAX_LINE_CHARS)),
-    )
-
-
-def _with_head(df: DataFrame, ds: str) -> DataFrame:
-    """Add the head fields of each ``safe`` log line: is_head, ts (UTC), level, thread, logger, msg.
-
-    Built in small steps: each step's columns are referenced several times by the next, and Spark only
-    keeps such steps apart (instead of inlining and re-evaluating them per reference) when they are separate
-    projections. The head regex runs over the short text before the message separator, never the message.
-    """
-    line, src = F.col("safe"), F.col("source")
-    rx4 = P.CLIENT4_HEAD.removesuffix(" - (.*)$") + "$"
-    rxc = P.CONSOLE_HEAD.removesuffix(" - (.*)$") + "$"
-    rx5 = P.CLIENT5_HEAD.removesuffix("\\] - (.*)$") + "$"
-    rxb = r"^(\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2})(?: (" + P.LEVELS + r"))?(?: (\S+))?$"
-    rxs = P.SPRING_HEAD.removesuffix("\\s*:\\s(.*)$") + "\\s*$"
-    sep = (
-        F.when(src.isin("rocketmq-client-5x", "rocketmq-grpc-client"), F.lit(_SEP_5X))
-        .when(src == "spring-listener", F.lit(_SEP_SPRING))
-        .otherwise(F.lit(_SEP_4X))
-    )
-    df = df.withColumn("_sep", sep).withColumn("_pos", F.locate(_SEP_4X, line))
-    df = df.withColumn("_pos", F.when(F.col("_sep") == _SEP_4X, F.col("_pos")).otherwise(F.expr("locate(_sep, safe)")))
-    pos = F.col("_pos")
-    df = df.select(
-        "*",
-        F.when(pos > 0, F.expr("substring(safe, 1, _pos - 1)")).otherwise(F.lit("")).alias("_h"),
-        F.when(pos > 0, F.expr("substring(safe, _pos + length(_sep))")).alias("msg"),
-    )
-    h = F.col("_h")
-    kind = (
-        F.when((src == "rocketmq-client-4x") & h.rlike(rx4), F.lit("c4"))
-        .when((src == "rocketmq-client-4x") & h.rlike(rxc), F.lit("con"))
-        .when(src.isin("rocketmq-client-5x", "rocketmq-grpc-client") & h.rlike(rx5), F.lit("c5"))
-        .when(src.isin("broker", "broker-stats") & h.rlike(rxb), F.lit("cb"))
-        .when((src == "spring-listener") & h.rlike(rxs), F.lit("cs"))
-    )
-    df = df.withColumn("_k", kind)
-    k = F.col("_k")
-    rx = (
-        F.when(k == "c4", F.lit(rx4))
-        .when(k == "con", F.lit(rxc))
-        .when(k == "c5", F.lit(rx5))
-        .when(k == "cb", F.lit(rxb))
-        .when(k == "cs", F.lit(rxs))
-    )
-
-    def g(i: int) -> Column:
-        return F.expr(f"regexp_extract(_h, _rx, {i})")  # one pattern per row: the layout _k picked
-
-    df = df.withColumn("_rx", rx)
-    # The common layouts are delimited: once the one rlike above has validated the head, its fields are cut out
-    # at their delimiters with substring/substring_index (a regexp_extract per field would re-run the whole
-    # pattern each time, a split would allocate an array per line). Only the rare console and Spring layouts,
-    # whose thread names may hold spaces, use group extraction.
-    # c4 "date time LEVEL logger"; cb "date time[ LEVEL][ thread]"; c5 "ts LEVEL [pid] [thread] [logger#M:L"
-    after_ts = F.expr("substring(_h, 25)")  # c4/c5: from the level on (the timestamp is 23 chars + a space)
-    cb_rest = F.expr("substring(_h, 21)")  # cb: after "yyyy-MM-dd HH:mm:ss "
-    cb_first = F.nullif(F.substring_index(cb_rest, " ", 1), F.lit(""))
-    cb_level = F.when(cb_first.isin(*P.LEVEL_NAMES), cb_first)
-    cb_second = F.when(cb_rest.contains(" "), F.substring_index(cb_rest, " ", -1))
-    c5_logger = F.substring_index(h, "] [", -1)
-    # the pattern's lazy thread group runs from the first "] [" to the last one (the logger holds no "]")
-    c5_from_thread = F.expr("substring(_h, locate('] [', _h) + 3)")
-    c5_thread = F.substring(c5_from_thread, F.lit(1), F.length(c5_from_thread) - F.length(c5_logger) - 3)
-    # literal formats per layout: a format given as a column makes Spark build a formatter for every row
-    local = (
-        F.when(k == "c4", F.try_to_timestamp(F.substring(line, 1, 23), F.lit(P.CLIENT4_TS_FORMAT)))
-        .when(k == "c5", F.try_to_timestamp(F.substring(line, 1, 23), F.lit(P.CLIENT5_TS_FORMAT)))
-        .when(k == "cb", F.try_to_timestamp(F.substring(line, 1, 19), F.lit(P.BROKER_TS_FORMAT)))
-        # console lines carry no date: the run's date
-        .when(
-            k == "con",
-            F.try_to_timestamp(F.concat(F.lit(ds + " "), F.substring(line, 1, 12)), F.lit(P.CONSOLE_TS_FORMAT)),
-        )
-    )
-    spring_offset = g(3)
-    spring_local = F.concat(g(1), F.lit(" "), g(2))
-    ts = F.when(
-        k == "cs",
-        F.when(
-            spring_offset != "",
-            F.try_to_timestamp(
-                F.concat(spring_local, F.regexp_replace(spring_offset, "^Z$", "+00:00")),
-                F.lit("yyyy-MM-dd HH:mm:ss.SSSXXX"),
-            ),
-        ).otherwise(
-            F.to_utc_timestamp(F.try_to_timestamp(spring_local, F.lit("yyyy-MM-dd HH:mm:ss.SSS")), F.col("tz"))
-        ),
-    ).when(k.isNotNull(), F.to_utc_timestamp(local, F.col("tz")))
-    return df.select(
-        *(c for c in df.columns if not c.startswith("_") and c != "msg"),
-        k.isNotNull().alias("is_head"),
-        ts.alias("ts"),
-        F.when(k == "c4", F.substring_index(after_ts, " ", 1))
-        .when(k == "con", g(3))
-        .when(k == "c5", F.substring_index(after_ts, " ", 1))
-        .when(k == "cb", cb_level)
-        .when(k == "cs", g(4))
-        .alias("level"),
-        F.when(k == "con", g(2))
-        .when(k == "c5", c5_thread)
-        .when(k == "cb", F.when(cb_level.isNotNull(), cb_second).otherwise(cb_first))
-        .when(k == "cs", F.trim(g(6)))
-        .alias("thread"),
-        F.when(k == "c4", F.substring_index(h, " ", -1))
-        .when(k == "con", g(4))
-        .when(k == "c5", F.concat(c5_logger, F.lit("]")))
-        .when(k == "cs", g(7))
-        .alias("logger"),
-        F.when(k.isNotNull(), F.col("msg")).alias("msg"),
-    )
-
-
-def _stmt_index(src: Column, msg: Column) -> Column:
-    """Index into STATEMENTS of the statement this message is (by literal prefix), else null.
-
-    Nearly every line is noise, so one hash lookup of the message's first PREFIX_PROBE characters decides
-    whether the ordered table is consulted at all (an IN list this long becomes a hash set in Spark).
-    """
-    expr = None
-    for i, st in enumerate(P.STATEMENTS):
-        cond = src.isin(*st.formats) & msg.startswith(st.prefix)
-        expr = F.when(cond, F.lit(i)) if expr is None else expr.when(cond, F.lit(i))
-    assert expr is not None
-    probes = sorted({st.prefix[: P.PREFIX_PROBE] for st in P.STATEMENTS})
-    return F.when(F.substring(msg, 1, P.PREFIX_PROBE).isin(*probes), expr)
-
-
 def _by_stmt(stmt: Column, pick: dict[int, Column]) -> Column:
     expr = None
     for i, value in pick.items():
@@ -407,121 +269,11 @@ def _log_events(df: DataFrame) -> Column:
 def classify_log_lines(lines: DataFrame, ds: str, day_zone: str = "UTC") -> DataFrame:
     """Classify lines of the log formats (clients, Spring, broker, stats). See module doc.
 
-    Everything per line is computed before the one window (continuation lines take their head's date), so only
-    small columns cross the shuffle, never the line text.
+    The per-line screen (``ingest_screen``) runs before the one window (continuation lines take their head's
+    date), so only small columns cross the shuffle, never the line text; events are built after it, from the
+    event lines alone.
     """
-    return _date_log_lines(_classify_log_heads(lines, ds), ds, day_zone)
-
-
-def _classify_log_heads(lines: DataFrame, ds: str) -> DataFrame:
-    """Per line, without looking at other lines: head fields, provisional category, why, raw and events."""
-    line, src = F.col("line"), F.col("source")
-    too_long = F.length(line) >= P.MAX_LINE_CHARS
-    bad_utf8 = ~F.is_valid_utf8(line)
-    has_nul = line.contains("\u0000")
-    clean = ~too_long & ~bad_utf8 & ~has_nul
-    safe = F.when(clean, line).otherwise(F.lit(""))  # no pattern ever runs over a hostile line
-    df = lines.select(
-        "source",
-        "source_file",
-        "line_no",
-        "group_hint",
-        "tz",
-        F.when(too_long, "line of 1 MB or more")
-        .when(has_nul, "NUL byte in line")
-        .when(bad_utf8, "invalid UTF-8")
-        .alias("hostile"),
-        F.when(~clean, _cap(F.make_valid_utf8(F.substring(line, 1, P.RAW_CAP)))).alias("hostile_raw"),
-        safe.alias("safe"),
-    )
-    df = _with_head(df, ds)
-    df = df.withColumn("stmt", F.when(F.col("is_head"), _stmt_index(src, F.col("msg"))))
-    msg = F.col("msg")
-    stmt = F.col("stmt")
-    st_list = list(enumerate(P.STATEMENTS))
-    full_ok = _by_stmt(stmt, {i: msg.rlike(s.pattern) for i, s in st_list})
-    # 4.9.4 L-P1 (§12): "sendKernelImpl exception, resend at once, ..." is followed (after other threads' lines:
-    # the 4.x layout has no thread) by a WARN "Message{topic=..., properties={...UNIQ_KEY=...}}" line from the same
-    # sendDefaultImpl catch block. That line carries the message id, so it is the PUBLISH_RETRY event and the L-P1
-    # line is counted as ignored. The literal-%s form (5.2.0) has no Message line and keeps the event itself.
-    resend_of_lp1 = (
-        F.col("is_head")
-        & (src == "rocketmq-client-4x")
-        & msg.startswith(P.RESEND_MESSAGE_PREFIX)
-        & (F.col("level") == "WARN")
-    )
-    lp1 = next(i for i, s in st_list if s.ref == "L-P1")
-    lp1_deferred = (stmt == lp1) & (src == "rocketmq-client-4x") & ~msg.contains("InvokeID: %s")
-    ignored_kind = (
-        F.when(
-            msg.startswith("[") & msg.rlike(P.STATS_ROLLUP), F.lit("stats hour/day roll-up (repeats the minute lines)")
-        )
-        .when(msg.startswith("["), F.concat(F.lit("stats "), F.coalesce(_rx(msg, r"^\[([A-Z0-9_]+)\] \["), F.lit("?"))))
-        .when(msg.startswith(P.RESEND_MESSAGE_PREFIX), F.lit("Message{...} rendering"))
-        .otherwise(
-            F.concat_ws(
-                " ",
-                F.coalesce(F.col("logger"), F.substring_index(F.col("source_file"), "/", -1)),
-                F.coalesce(F.col("level"), F.lit("-")),
-            )
-        )
-    )
-    head = F.col("is_head")
-    # (condition, category, why) in order; the first that holds decides. Two CASE columns rather than one array
-    # column: an array per line is an allocation per line, and nearly all lines take an early branch.
-    branches: list[tuple[Column, str, Column]] = [
-        (F.col("hostile").isNotNull(), "quarantined", F.col("hostile")),
-        (head & F.col("ts").isNull(), "quarantined", F.lit("invalid timestamp in head line")),
-        (head & resend_of_lp1, "event", F.lit(None)),
-        (head & lp1_deferred, "ignored", F.lit("L-P1 line (event recorded on the Message{...} line after it)")),
-        # hour/day roll-ups repeat the minute counters (§6.3 L-B9): noise, not a malformed L-B9
-        (
-            head & msg.startswith("[") & msg.rlike(P.STATS_ROLLUP),
-            "ignored",
-            F.lit("stats hour/day roll-up (repeats the minute lines)"),
-        ),
-        (head & stmt.isNotNull() & full_ok, "event", F.lit(None)),
-        (
-            head & stmt.isNotNull(),
-            "quarantined",
-            F.concat(
-                F.lit("truncated or malformed "),
-                _by_stmt(stmt, {i: F.lit(s.ref) for i, s in st_list}),
-                F.lit(" statement"),
-            ),
-        ),
-        (head, "ignored", ignored_kind),
-        (
-            F.col("safe").rlike(P.DATE_LIKE) | F.col("safe").rlike(P.TIME_LIKE),
-            "quarantined",
-            F.lit("malformed head line (timestamp, level or layout)"),
-        ),
-        (
-            F.col("source").isin("broker", "broker-stats") & F.col("safe").rlike(P.BROKER_HEADLESS_NOISE),
-            "ignored",
-            F.lit("stdout boot banner (no timestamp)"),
-        ),
-    ]
-    cat0 = reduce(
-        lambda acc, b: acc.when(b[0], F.lit(b[1])), branches[1:], F.when(branches[0][0], F.lit(branches[0][1]))
-    )
-    cat0 = cat0.otherwise(F.lit("continuation"))
-    why = reduce(lambda acc, b: acc.when(b[0], b[2]), branches[1:], F.when(branches[0][0], branches[0][2]))
-    df = df.withColumn("resend_of_lp1", F.coalesce(resend_of_lp1, F.lit(False))).withColumn("cat0", cat0)
-    pre = df.select(
-        "source",
-        "source_file",
-        "line_no",
-        "is_head",
-        "ts",
-        "cat0",
-        why.alias("why"),
-        F.when(F.col("cat0") == "quarantined", F.coalesce(F.col("hostile_raw"), _cap(F.col("safe")))).alias("raw"),
-        F.when(stmt == lp1, msg).alias("lp1_msg"),
-        F.col("resend_of_lp1"),
-        F.when(F.col("cat0") == "event", _log_events(df)).alias("events0"),
-    )
-    return pre
+    return _date_log_lines(screen_log_lines(lines, ds), ds, day_zone)
 
 
 def _date_log_lines(pre: DataFrame, ds: str, day_zone: str) -> DataFrame:
@@ -539,6 +291,7 @@ def _date_log_lines(pre: DataFrame, ds: str, day_zone: str) -> DataFrame:
         F.last(F.col("lp1_msg"), ignorenulls=True).over(before).alias("last_lp1_msg"),
         F.min(F.when(F.col("is_head"), F.col("ts"))).over(whole).alias("file_first_ts"),
     )
+    w = settle_candidates(w)
     d = F.lit(ds).cast("date")
     line_ts = F.coalesce(F.col("ts"), F.col("prev_head_ts"), F.col("file_first_ts"))
     line_date = F.coalesce(F.to_date(F.from_utc_timestamp(line_ts, day_zone)), d)
@@ -549,17 +302,18 @@ def _date_log_lines(pre: DataFrame, ds: str, day_zone: str) -> DataFrame:
     )
     lp1_detail = _cap(_rx(F.col("last_lp1_msg"), r"^sendKernelImpl exception, (.*)$"))
     lp1_topic = _rx(F.col("last_lp1_msg"), r"Broker: MessageQueue \[topic=([^,\]]*)")
+    events0 = _log_events(w)
     events = F.when(
         F.col("resend_of_lp1"),
         F.transform(
-            F.col("events0"),
+            events0,
             lambda e: (
                 e.withField("detail", lp1_detail)
                 .withField("topic", F.coalesce(lp1_topic, e["topic"]))
                 .withField("original_topic", F.coalesce(e["original_topic"], lp1_topic))
             ),
         ),
-    ).otherwise(F.col("events0"))
+    ).otherwise(events0)
     is_q = F.col("category") == "quarantined"
     return w.select(
         "source",

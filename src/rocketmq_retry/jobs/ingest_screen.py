@@ -1,0 +1,304 @@
+"""The per-line screen of the log formats: hostile bytes, head layout, timestamp, statement, category.
+
+Nearly every line of a day is noise (heartbeats, rebalances, route updates), so this stage does the least work a
+line needs to be counted (reference §6.1 layouts, §6.2/§6.3 statements): the message text is cut out only for
+lines whose first characters may start a statement, a stats line or the 4.9.4 ``Message{...}`` line (§12); every
+other line keeps a timestamp, a category and, when ignored, its ``logger level`` kind. Events are built later,
+from the few lines that are events (``ingest_parse._log_events``).
+
+The expressions are Spark SQL text, one ``selectExpr`` per step. Built with the Column API, the same stage took
+about 11,000 py4j round trips (2-4 s before Spark ran anything); as text it is one call per step and the steps
+stay small enough for whole-stage code generation. Steps are separate projections on purpose: a column that the
+next step reads several times (the cleaned line, the separator position) is then computed once.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from rocketmq_retry.jobs import ingest_patterns as P
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+C5_FORMATS = ("rocketmq-client-5x", "rocketmq-grpc-client")
+BROKER_FORMATS = ("broker", "broker-stats")
+SCREEN_COLUMNS = (
+    "source",
+    "source_file",
+    "line_no",
+    "group_hint",
+    "is_head",
+    "ts",
+    "cat0",
+    "why",
+    "raw",
+    "lp1_msg",
+    "level",
+    "logger",
+    "msg",
+    "thread",
+)
+
+# Head layouts without their message part: the regex runs over the short text before the separator only.
+RX_C4 = P.CLIENT4_HEAD.removesuffix(" - (.*)$") + "$"
+RX_CONSOLE = P.CONSOLE_HEAD.removesuffix(" - (.*)$") + "$"
+RX_C5 = P.CLIENT5_HEAD.removesuffix("\\] - (.*)$") + "$"
+RX_BROKER = r"^(\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2})(?: (" + P.LEVELS + r"))?(?: (\S+))?$"
+RX_SPRING = P.SPRING_HEAD.removesuffix("\\s*:\\s(.*)$") + "\\s*$"
+# the kind of an ignored head line: "logger level" (the file's name when the layout has no logger)
+LOGGER_LEVEL_KIND = "concat_ws(' ', coalesce(logger, substring_index(source_file, '/', -1)), coalesce(level, '-'))"
+STATS_TAG = r"^\[([A-Z0-9_]+)\] \["
+
+
+def sql_str(s: str) -> str:
+    """A Spark SQL string literal (the parser unescapes backslashes, so regexes keep theirs doubled)."""
+    return "'" + s.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+def sql_in(values: tuple[str, ...] | list[str]) -> str:
+    return "(" + ", ".join(sql_str(v) for v in values) + ")"
+
+
+def _statement_sql() -> tuple[str, str, str, str]:
+    """(probe set, statement index, full-pattern check, reference id) as SQL over ``source``/``msg``/``stmt``."""
+    probes = sql_in(sorted({st.prefix[: P.PREFIX_PROBE] for st in P.STATEMENTS}))
+    index = " ".join(
+        f"WHEN source IN {sql_in(st.formats)} AND startswith(msg, {sql_str(st.prefix)}) THEN {i}"
+        for i, st in enumerate(P.STATEMENTS)
+    )
+    full = " ".join(f"WHEN {i} THEN msg RLIKE {sql_str(st.pattern)}" for i, st in enumerate(P.STATEMENTS))
+    ref = " ".join(f"WHEN {i} THEN {sql_str(st.ref)}" for i, st in enumerate(P.STATEMENTS))
+    return probes, f"CASE {index} END", f"CASE stmt {full} END", f"CASE stmt {ref} END"
+
+
+def screen_log_lines(lines: DataFrame, ds: str) -> DataFrame:
+    """``source, source_file, line_no, line, tz, group_hint`` -> SCREEN_COLUMNS, one row per line.
+
+    ``cat0`` is the category before the per-file window (continuation lines are dated there); ``why`` is the
+    ignored kind or the quarantine reason; ``msg`` and ``thread`` are kept for event lines only.
+    """
+    cap, probe_len = P.RAW_CAP, P.PREFIX_PROBE
+    c5, brokers = sql_in(C5_FORMATS), sql_in(BROKER_FORMATS)
+    probes = _statement_sql()[0]
+    lp1 = next(i for i, st in enumerate(P.STATEMENTS) if st.ref == "L-P1")
+    # No pattern ever runs over a hostile line: it is screened to '' and quarantined with its reason.
+    # octet_length first: a line of fewer bytes than the limit has fewer characters too, and counting is a scan.
+    df = lines.selectExpr(
+        "source",
+        "source_file",
+        "line_no",
+        "group_hint",
+        "tz",
+        "line",
+        f"""CASE WHEN octet_length(line) >= {P.MAX_LINE_CHARS} AND length(line) >= {P.MAX_LINE_CHARS}
+                   THEN 'line of 1 MB or more'
+                 WHEN contains(line, char(0)) THEN 'NUL byte in line'
+                 WHEN NOT is_valid_utf8(line) THEN 'invalid UTF-8' END AS hostile""",
+    )
+    df = df.selectExpr(
+        "source",
+        "source_file",
+        "line_no",
+        "group_hint",
+        "tz",
+        "hostile",
+        "IF(hostile IS NULL, line, '') AS safe",
+        f"IF(hostile IS NULL, NULL, substring(make_valid_utf8(substring(line, 1, {cap})), 1, {cap})) AS hostile_raw",
+        # message separators per layout (§6.1): 5.x/gRPC "] - ", Spring " : ", 4.x and broker " - "
+        f"CASE WHEN source IN {c5} THEN 4 ELSE 3 END AS sep_len",
+    )
+    df = df.selectExpr(
+        "*",
+        f"""CASE WHEN source IN {c5} THEN locate('] - ', safe)
+                 WHEN source = 'spring-listener' THEN locate(' : ', safe)
+                 ELSE locate(' - ', safe) END AS pos""",
+    )
+    df = df.selectExpr(
+        "source",
+        "source_file",
+        "line_no",
+        "group_hint",
+        "tz",
+        "hostile",
+        "hostile_raw",
+        "safe",
+        "pos + sep_len AS body_at",
+        "IF(pos > 0, substring(safe, 1, pos - 1), '') AS h",
+    )
+    df = df.selectExpr(
+        "*",
+        f"""CASE WHEN source = 'rocketmq-client-4x' AND h RLIKE {sql_str(RX_C4)} THEN 'c4'
+                 WHEN source = 'rocketmq-client-4x' AND h RLIKE {sql_str(RX_CONSOLE)} THEN 'con'
+                 WHEN source IN {c5} AND h RLIKE {sql_str(RX_C5)} THEN 'c5'
+                 WHEN source IN {brokers} AND h RLIKE {sql_str(RX_BROKER)} THEN 'cb'
+                 WHEN source = 'spring-listener' AND h RLIKE {sql_str(RX_SPRING)} THEN 'cs' END AS k""",
+    )
+    # The message's first characters decide whether its text is needed at all (see module doc).
+    df = df.selectExpr("*", f"IF(k IS NULL, NULL, substring(safe, body_at, {probe_len})) AS probe")
+    cand = f"(probe IN {probes} OR startswith(probe, '[') OR startswith(probe, 'Message{{topi'))"
+    rs, rc = sql_str(RX_SPRING), sql_str(RX_CONSOLE)
+    spring_local = f"concat(regexp_extract(h, {rs}, 1), ' ', regexp_extract(h, {rs}, 2))"
+    spring_offset = f"regexp_extract(h, {rs}, 3)"
+    cb_rest = "substring(h, 21)"  # after "yyyy-MM-dd HH:mm:ss "
+    cb_first = f"nullif(substring_index({cb_rest}, ' ', 1), '')"
+    cb_level = f"CASE WHEN {cb_first} IN {sql_in(P.LEVEL_NAMES)} THEN {cb_first} END"
+    c5_logger = "substring_index(h, '] [', -1)"
+    # the layout's lazy thread group runs from the first "] [" to the last one (the logger holds no "]")
+    c5_from_thread = "substring(h, locate('] [', h) + 3)"
+    df = df.selectExpr(
+        "source",
+        "source_file",
+        "line_no",
+        "group_hint",
+        "hostile",
+        "hostile_raw",
+        "safe",
+        "k",
+        "probe",
+        f"IF(k IS NOT NULL AND {cand}, substring(safe, body_at), NULL) AS msg",
+        # literal formats per layout: a format given as a column makes Spark build a formatter for every row
+        f"""CASE k
+              WHEN 'c4' THEN to_utc_timestamp(try_to_timestamp(substring(safe, 1, 23), {sql_str(P.CLIENT4_TS_FORMAT)}), tz)
+              WHEN 'c5' THEN to_utc_timestamp(try_to_timestamp(substring(safe, 1, 23), {sql_str(P.CLIENT5_TS_FORMAT)}), tz)
+              WHEN 'cb' THEN to_utc_timestamp(try_to_timestamp(substring(safe, 1, 19), {sql_str(P.BROKER_TS_FORMAT)}), tz)
+              WHEN 'con' THEN to_utc_timestamp(try_to_timestamp(
+                concat({sql_str(ds + " ")}, substring(safe, 1, 12)), {sql_str(P.CONSOLE_TS_FORMAT)}), tz)
+              WHEN 'cs' THEN CASE WHEN {spring_offset} != ''
+                THEN try_to_timestamp(concat({spring_local}, regexp_replace({spring_offset}, '^Z$', '+00:00')),
+                                      'yyyy-MM-dd HH:mm:ss.SSSXXX')
+                ELSE to_utc_timestamp(try_to_timestamp({spring_local}, 'yyyy-MM-dd HH:mm:ss.SSS'), tz) END
+            END AS ts""",  # noqa: E501
+        f"""CASE k WHEN 'c4' THEN substring_index(substring(h, 25), ' ', 1)
+                   WHEN 'con' THEN regexp_extract(h, {rc}, 3)
+                   WHEN 'c5' THEN substring_index(substring(h, 25), ' ', 1)
+                   WHEN 'cb' THEN {cb_level}
+                   WHEN 'cs' THEN regexp_extract(h, {rs}, 4) END AS level""",
+        f"""CASE k WHEN 'c4' THEN substring_index(h, ' ', -1)
+                   WHEN 'con' THEN regexp_extract(h, {rc}, 4)
+                   WHEN 'c5' THEN concat({c5_logger}, ']')
+                   WHEN 'cs' THEN regexp_extract(h, {rs}, 7) END AS logger""",
+        f"""IF(k IS NOT NULL AND {cand}, CASE k
+                   WHEN 'con' THEN regexp_extract(h, {rc}, 2)
+                   WHEN 'c5' THEN substring({c5_from_thread}, 1,
+                                            length({c5_from_thread}) - length({c5_logger}) - 3)
+                   WHEN 'cb' THEN IF({cb_level} IS NOT NULL,
+                                     IF(contains({cb_rest}, ' '), substring_index({cb_rest}, ' ', -1), NULL),
+                                     {cb_first})
+                   WHEN 'cs' THEN trim(regexp_extract(h, {rs}, 6)) END, NULL) AS thread""",
+    )
+    lp1_prefix = sql_str(P.STATEMENTS[lp1].prefix)
+    head = "k IS NOT NULL"
+    # (condition, category, why) in order; the first that holds decides. A head line that may be a statement is
+    # a "candidate", settled after the window by settle_candidates: the statement table's code stays out of
+    # this stage, which every line goes through.
+    branches = [
+        ("hostile IS NOT NULL", "quarantined", "hostile"),
+        (f"{head} AND ts IS NULL", "quarantined", "'invalid timestamp in head line'"),
+        (f"{head} AND msg IS NOT NULL", "candidate", "NULL"),
+        (head, "ignored", LOGGER_LEVEL_KIND),
+        (
+            f"safe RLIKE {sql_str(P.DATE_LIKE)} OR safe RLIKE {sql_str(P.TIME_LIKE)}",
+            "quarantined",
+            "'malformed head line (timestamp, level or layout)'",
+        ),
+        (
+            f"source IN {brokers} AND safe RLIKE {sql_str(P.BROKER_HEADLESS_NOISE)}",
+            "ignored",
+            "'stdout boot banner (no timestamp)'",
+        ),
+    ]
+    df = df.selectExpr(
+        "source",
+        "source_file",
+        "line_no",
+        "group_hint",
+        f"{head} AS is_head",
+        "ts",
+        "CASE " + " ".join(f"WHEN {c} THEN {i}" for i, (c, _, _) in enumerate(branches)) + " END AS branch",
+        "logger",
+        "level",
+        "safe",
+        "hostile",
+        "hostile_raw",
+        "msg",
+        "thread",
+    )
+    return df.selectExpr(
+        "source",
+        "source_file",
+        "line_no",
+        "group_hint",
+        "is_head",
+        "ts",
+        "CASE branch "
+        + " ".join(f"WHEN {i} THEN '{cat}'" for i, (_, cat, _) in enumerate(branches))
+        + " ELSE 'continuation' END AS cat0",
+        "CASE branch " + " ".join(f"WHEN {i} THEN {w}" for i, (_, _, w) in enumerate(branches)) + " END AS why",
+        f"""CASE WHEN branch IN (0, 1, 4) THEN coalesce(hostile_raw, substring(safe, 1, {cap}))
+                 WHEN branch = 2 THEN substring(safe, 1, {cap}) END AS raw""",
+        # the message of an L-P1 line, for the Message{...} line after it (§12, see settle_candidates)
+        f"IF(source IN {sql_in(P.STATEMENTS[lp1].formats)} AND startswith(msg, {lp1_prefix}), msg, NULL) AS lp1_msg",
+        "IF(branch = 2, level, NULL) AS level",
+        "IF(branch = 2, logger, NULL) AS logger",
+        "msg",
+        "thread",
+    )
+
+
+def settle_candidates(df: DataFrame) -> DataFrame:
+    """Decide the ``candidate`` lines of ``screen_log_lines``: event, quarantined statement or ignored.
+
+    Adds ``stmt`` (index into STATEMENTS) and ``resend_of_lp1``; rewrites ``cat0``/``why``; ``raw`` is kept for
+    quarantined lines only.
+    """
+    probes, stmt_index, full_ok, stmt_ref = _statement_sql()
+    lp1 = next(i for i, st in enumerate(P.STATEMENTS) if st.ref == "L-P1")
+    cand = "cat0 = 'candidate'"
+    df = df.selectExpr(
+        "*",
+        f"IF({cand} AND substring(msg, 1, {P.PREFIX_PROBE}) IN {probes}, {stmt_index}, NULL) AS stmt",
+        # 4.9.4 L-P1 (§12): "sendKernelImpl exception, resend at once, ..." is followed (after other threads'
+        # lines: the 4.x layout has no thread) by a WARN "Message{topic=..., properties={...UNIQ_KEY=...}}" line
+        # from the same sendDefaultImpl catch block. That line carries the message id, so it is the PUBLISH_RETRY
+        # event and the L-P1 line is counted as ignored. The literal-%s form (5.2.0) has no Message line and keeps
+        # the event itself.
+        f"""coalesce({cand} AND source = 'rocketmq-client-4x'
+                     AND startswith(msg, {sql_str(P.RESEND_MESSAGE_PREFIX)}) AND level = 'WARN', false)
+            AS resend_of_lp1""",
+    )
+    rollup = f"startswith(msg, '[') AND msg RLIKE {sql_str(P.STATS_ROLLUP)}"
+    rollup_kind = "'stats hour/day roll-up (repeats the minute lines)'"
+    lp1_deferred = f"stmt = {lp1} AND source = 'rocketmq-client-4x' AND NOT contains(msg, 'InvokeID: %s')"
+    ignored_kind = f"""CASE WHEN startswith(msg, '[')
+          THEN concat('stats ', coalesce(nullif(regexp_extract(msg, {sql_str(STATS_TAG)}, 1), ''), '?'))
+        WHEN startswith(msg, {sql_str(P.RESEND_MESSAGE_PREFIX)}) THEN 'Message{{...}} rendering'
+        ELSE {LOGGER_LEVEL_KIND} END"""
+    branches = [
+        ("resend_of_lp1", "event", "NULL"),
+        (lp1_deferred, "ignored", "'L-P1 line (event recorded on the Message{...} line after it)'"),
+        # hour/day roll-ups repeat the minute counters (§6.3 L-B9): noise, not a malformed L-B9
+        (rollup, "ignored", rollup_kind),
+        (f"stmt IS NOT NULL AND {full_ok}", "event", "NULL"),
+        ("stmt IS NOT NULL", "quarantined", f"concat('truncated or malformed ', {stmt_ref}, ' statement')"),
+    ]
+    df = df.selectExpr(
+        *(c for c in df.columns if c not in ("cat0", "why")),
+        "IF("
+        + cand
+        + ", CASE "
+        + " ".join(f"WHEN {c} THEN {i}" for i, (c, _, _) in enumerate(branches))
+        + " ELSE -1 END, NULL) AS settled",
+        "cat0",
+        "why",
+    )
+    return df.selectExpr(
+        *(c for c in df.columns if c not in ("cat0", "why", "settled", "raw")),
+        "CASE settled "
+        + " ".join(f"WHEN {i} THEN '{cat}'" for i, (_, cat, _) in enumerate(branches))
+        + " WHEN -1 THEN 'ignored' ELSE cat0 END AS cat0",
+        "CASE settled "
+        + " ".join(f"WHEN {i} THEN {w}" for i, (_, _, w) in enumerate(branches))
+        + f" WHEN -1 THEN {ignored_kind} ELSE why END AS why",
+        "IF(coalesce(settled, -2) IN (-2, 4), raw, NULL) AS raw",
+    )
