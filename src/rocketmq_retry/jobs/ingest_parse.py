@@ -638,35 +638,52 @@ def quarantine_of(classified: DataFrame) -> DataFrame:
 
 
 def report_of(classified: DataFrame) -> DataFrame:
-    """Per file: lines_read = events + ignored + continuation + quarantined (lines of other dates apart)."""
+    """Per file: lines_read = events + ignored + continuation + quarantined (lines of other dates apart).
 
-    def n(cat: str) -> Column:
-        return F.sum((F.col("category") == cat).cast("long")).alias(cat)
+    One pass over the lines, grouped by (file, category, kind); the per-file row is then folded from those few
+    groups. The unattributed-event count looks inside ``events`` only where there are events (its lambda is
+    interpreted, not generated, so it is kept off the millions of noise lines).
+    """
+    cat = F.col("category")
+    unattributed = F.when(
+        F.size("events") > 0,
+        F.size(F.filter(F.col("events"), lambda e: e["event_type"].isin(*GROUP_EVENTS) & e["consumer_group"].isNull())),
+    ).otherwise(0)
+    groups = classified.groupBy("source", "source_file", "category", "kind").agg(
+        F.count(F.lit(1)).alias("n"),
+        F.sum(F.size("events")).cast("long").alias("event_rows"),
+        F.sum(unattributed).cast("long").alias("unattributed_events"),
+        F.sum(F.when(cat == "event", F.size("bad")).otherwise(0)).cast("long").alias("bad_records"),
+        F.sum("other_date_events").cast("long").alias("other_date_records"),
+    )
 
-    unattributed = F.filter(
-        F.col("events"), lambda e: e["event_type"].isin(*GROUP_EVENTS) & e["consumer_group"].isNull()
+    def n(c: str) -> Column:
+        return F.sum(F.when(cat == c, F.col("n")).otherwise(0)).cast("long").alias("events" if c == "event" else c)
+
+    kinds = F.collect_list(F.when(cat == "ignored", F.struct("kind", F.col("n").alias("count"))))
+    per_file = groups.groupBy("source", "source_file").agg(
+        F.sum(F.when(cat != "other_date", F.col("n")).otherwise(0)).cast("long").alias("lines_read"),
+        n("event"),
+        n("ignored"),
+        n("continuation"),
+        n("quarantined"),
+        n("other_date"),
+        *(F.sum(c).cast("long").alias(c) for c in ("event_rows", "unattributed_events", "bad_records")),
+        F.sum("other_date_records").cast("long").alias("other_date_records"),
+        F.when(F.size(kinds) > 0, F.map_from_entries(F.sort_array(kinds))).alias("ignored_by_kind"),
     )
-    per_file = (
-        classified.groupBy("source", "source_file")
-        .agg(
-            F.sum((F.col("category") != "other_date").cast("long")).alias("lines_read"),
-            n("event"),
-            n("ignored"),
-            n("continuation"),
-            n("quarantined"),
-            n("other_date"),
-            F.sum(F.size("events")).cast("long").alias("event_rows"),
-            F.sum(F.size(unattributed)).cast("long").alias("unattributed_events"),
-            F.sum(F.when(F.col("category") == "event", F.size("bad")).otherwise(0)).cast("long").alias("bad_records"),
-            F.sum("other_date_events").cast("long").alias("other_date_records"),
-        )
-        .withColumnRenamed("event", "events")
-    )
-    kinds = (
-        classified.filter(F.col("category") == "ignored")
-        .groupBy("source_file", "kind")
-        .count()
-        .groupBy("source_file")
-        .agg(F.map_from_entries(F.sort_array(F.collect_list(F.struct("kind", "count")))).alias("ignored_by_kind"))
-    )
-    return per_file.join(kinds, "source_file", "left").orderBy("source", "source_file")
+    return per_file.select(
+        "source_file",
+        "source",
+        "lines_read",
+        "events",
+        "ignored",
+        "continuation",
+        "quarantined",
+        "other_date",
+        "event_rows",
+        "unattributed_events",
+        "bad_records",
+        "other_date_records",
+        "ignored_by_kind",
+    ).orderBy("source", "source_file")
