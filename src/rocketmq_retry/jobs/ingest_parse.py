@@ -172,9 +172,14 @@ def decode_body_bytes(byte_list: Column) -> Column:
     return F.when((byte_list != "") & F.is_valid_utf8(text), _cap(text))
 
 
-def message_fields(rendering: Column) -> dict[str, Column]:
-    """Fields of one ``MessageExt [...]`` or ``Message{...}`` rendering (§6.2): ids, topic, properties, body."""
-    props = F.regexp_extract(rendering, P.RX_PROPERTIES, 1)
+def message_fields(rendering: Column, props: Column | None = None) -> dict[str, Column]:
+    """Fields of one ``MessageExt [...]`` or ``Message{...}`` rendering (§6.2): ids, topic, properties, body.
+
+    ``props``: the rendering's ``properties={...}`` text when the caller has already cut it out (inside a lambda,
+    where nothing is computed once for several readers).
+    """
+    if props is None:
+        props = F.regexp_extract(rendering, P.RX_PROPERTIES, 1)
     topic = _rx(rendering, P.RX_TOPIC)
     retry_topic = _rx(props, P.rx_property("RETRY_TOPIC"))
     return {
@@ -205,8 +210,13 @@ def _by_stmt(stmt: Column, pick: dict[int, Column]) -> Column:
     return expr if expr is not None else F.lit(None)
 
 
-def _log_events(df: DataFrame) -> Column:
-    """The events array of a log line that is an event statement (one per rendered message)."""
+def _with_log_event_fields(df: DataFrame) -> DataFrame:
+    """Add the line-level event fields (``_e_*``) of event lines, each computed once per line.
+
+    ``_log_events`` reads them inside its per-message lambda; lambdas are interpreted and evaluate every
+    expression they contain once per element, so a batch line's statement regexes would otherwise run once per
+    rendered message.
+    """
     stmt, msg = F.col("stmt"), F.col("msg")
     st_list = list(enumerate(P.STATEMENTS))
     event_type = _by_stmt(stmt, {i: F.lit(s.event_type) for i, s in st_list})
@@ -231,22 +241,42 @@ def _log_events(df: DataFrame) -> Column:
     resend = F.col("resend_of_lp1")
     renderings = F.when(resend, F.array(msg)).otherwise(F.coalesce(renderings, F.array(F.lit(""))))
     event_type = F.when(resend, F.lit("PUBLISH_RETRY")).otherwise(event_type)
-    group = F.coalesce(group, F.col("group_hint"))
+    is_event = F.col("cat0") == "event"
+    fields = {
+        "_e_type": event_type,
+        "_e_group": F.when(
+            event_type.isin(*GROUP_EVENTS, "SEND_BACK_COUNT", "DLQ_COUNT"), F.coalesce(group, F.col("group_hint"))
+        ),
+        "_e_msg_id": msg_id,
+        "_e_topic": topic,
+        "_e_line_original_topic": _rx(msg, r"originalTopic=([^,]*),"),  # §6.3 L-B7/L-B8
+        "_e_status": status,
+        "_e_detail": detail,
+        "_e_renderings": F.transform(
+            renderings, lambda r: F.struct(r.alias("r"), F.regexp_extract(r, P.RX_PROPERTIES, 1).alias("props"))
+        ),
+    }
+    return df.select("*", *(F.when(is_event, c).alias(name) for name, c in fields.items()))
+
+
+def _log_events() -> Column:
+    """The events array of a log line that is an event statement (one per rendered message)."""
+    topic = F.col("_e_topic")
 
     def build(rendering: Column, idx: Column) -> Column:
-        m = message_fields(rendering)
+        m = message_fields(rendering["r"], rendering["props"])
         return _event(
             rec=idx,
             source=F.col("source"),
             event_time=F.col("ts"),
-            event_type=event_type,
-            consumer_group=F.when(event_type.isin(*GROUP_EVENTS, "SEND_BACK_COUNT", "DLQ_COUNT"), group),
-            msg_id=F.coalesce(msg_id, m["msg_id"]),
+            event_type=F.col("_e_type"),
+            consumer_group=F.col("_e_group"),
+            msg_id=F.coalesce(F.col("_e_msg_id"), m["msg_id"]),
             offset_msg_id=m["offset_msg_id"],
             origin_msg_id=m["origin_msg_id"],
             topic=F.coalesce(topic, m["topic"]),
             original_topic=F.coalesce(
-                _rx(msg, r"originalTopic=([^,]*),"),  # §6.3 L-B7/L-B8
+                F.col("_e_line_original_topic"),
                 m["original_topic"],
                 F.when(~F.coalesce(topic, F.lit("")).rlike("^%(RETRY|DLQ)%"), topic),
             ),
@@ -256,14 +286,14 @@ def _log_events(df: DataFrame) -> Column:
             keys=m["keys"],
             tags=m["tags"],
             body=m["body"],
-            status_code=status,
+            status_code=F.col("_e_status"),
             broker=m["broker"],
             client_host=m["client_host"],
             thread=F.col("thread"),
-            detail=detail,
+            detail=F.col("_e_detail"),
         )
 
-    return F.transform(renderings, lambda r, i: build(r, i))
+    return F.transform(F.col("_e_renderings"), lambda r, i: build(r, i))
 
 
 def classify_log_lines(lines: DataFrame, ds: str, day_zone: str = "UTC") -> DataFrame:
@@ -291,7 +321,7 @@ def _date_log_lines(pre: DataFrame, ds: str, day_zone: str) -> DataFrame:
         F.last(F.col("lp1_msg"), ignorenulls=True).over(before).alias("last_lp1_msg"),
         F.min(F.when(F.col("is_head"), F.col("ts"))).over(whole).alias("file_first_ts"),
     )
-    w = settle_candidates(w)
+    w = _with_log_event_fields(settle_candidates(w))
     d = F.lit(ds).cast("date")
     line_ts = F.coalesce(F.col("ts"), F.col("prev_head_ts"), F.col("file_first_ts"))
     line_date = F.coalesce(F.to_date(F.from_utc_timestamp(line_ts, day_zone)), d)
@@ -302,7 +332,7 @@ def _date_log_lines(pre: DataFrame, ds: str, day_zone: str) -> DataFrame:
     )
     lp1_detail = _cap(_rx(F.col("last_lp1_msg"), r"^sendKernelImpl exception, (.*)$"))
     lp1_topic = _rx(F.col("last_lp1_msg"), r"Broker: MessageQueue \[topic=([^,\]]*)")
-    events0 = _log_events(w)
+    events0 = _log_events()
     events = F.when(
         F.col("resend_of_lp1"),
         F.transform(
@@ -340,16 +370,19 @@ def trace_events(body: Column, fallback_time: Column, source_name: Column) -> tu
 
     Delimited, so split with ``split`` on the literal separators (no regex extraction).
     """
-    records = F.filter(F.split(body, P.TRACE_RECORD_SEP), lambda r: r != "")
-
-    def fields_of(r: Column) -> Column:
-        return F.split(r, P.TRACE_FIELD_SEP)
+    # Each record is split into its fields once, up front: lambdas are interpreted, not generated, and have no
+    # common-subexpression elimination, so a split inside the per-record lambda ran again for every field read
+    # (at 10 M lines the trace file's single task took ~9 s).
+    records = F.transform(
+        F.filter(F.split(body, P.TRACE_RECORD_SEP), lambda r: r != ""),
+        lambda r: F.struct(r.alias("raw"), F.split(r, P.TRACE_FIELD_SEP).alias("fs")),
+    )
 
     def f(fs: Column, i: int) -> Column:
         return _nz(F.try_element_at(fs, F.lit(i + 1)))
 
-    def one(r: Column, i: Column) -> Column:
-        fs = fields_of(r)
+    def one(rec: Column, i: Column) -> Column:
+        r, fs = rec["raw"], rec["fs"]
         n = F.size(fs)
         kind = f(fs, 0)
         pub_ok = (kind == "Pub") & n.between(12, 15)
