@@ -21,7 +21,7 @@ from pyspark.sql import Column, Window
 from pyspark.sql import functions as F
 
 from rocketmq_retry.jobs import ingest_patterns as P
-from rocketmq_retry.jobs.ingest_screen import screen_log_lines, settle_candidates
+from rocketmq_retry.jobs.ingest_screen import screen_log_lines, settle_candidates, sql_str
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -203,11 +203,9 @@ def message_fields(rendering: Column, props: Column | None = None) -> dict[str, 
 # ------------------------------------------------------------------------------------------------- log lines
 
 
-def _by_stmt(stmt: Column, pick: dict[int, Column]) -> Column:
-    expr = None
-    for i, value in pick.items():
-        expr = F.when(stmt == i, value) if expr is None else expr.when(stmt == i, value)
-    return expr if expr is not None else F.lit(None)
+def _by_stmt(pick: dict[int, str]) -> Column:
+    """``CASE stmt WHEN i THEN pick[i] ... END`` from SQL text: one py4j call instead of one per node."""
+    return F.expr("CASE stmt " + " ".join(f"WHEN {i} THEN {v}" for i, v in pick.items()) + " END")
 
 
 def _with_log_event_fields(df: DataFrame) -> DataFrame:
@@ -217,25 +215,28 @@ def _with_log_event_fields(df: DataFrame) -> DataFrame:
     expression they contain once per element, so a batch line's statement regexes would otherwise run once per
     rendered message.
     """
-    stmt, msg = F.col("stmt"), F.col("msg")
+    msg = F.col("msg")
     st_list = list(enumerate(P.STATEMENTS))
-    event_type = _by_stmt(stmt, {i: F.lit(s.event_type) for i, s in st_list})
-    group = _by_stmt(stmt, {i: _rx(msg, s.group_rx) for i, s in st_list if s.group_rx})
-    topic = _by_stmt(stmt, {i: _rx(msg, s.topic_rx) for i, s in st_list if s.topic_rx})
-    msg_id = _by_stmt(stmt, {i: _rx(msg, s.msg_id_rx) for i, s in st_list if s.msg_id_rx})
-    status = _by_stmt(stmt, {i: F.lit(s.status) for i, s in st_list if s.status})
-    detail = _by_stmt(stmt, {i: _cap(_rx(msg, s.detail_rx)) for i, s in st_list if s.detail_rx})
+
+    def rx(pattern: str) -> str:
+        return f"nullif(regexp_extract(msg, {sql_str(pattern)}, 1), '')"
+
+    event_type = _by_stmt({i: sql_str(s.event_type) for i, s in st_list})
+    group = _by_stmt({i: rx(s.group_rx) for i, s in st_list if s.group_rx})
+    topic = _by_stmt({i: rx(s.topic_rx) for i, s in st_list if s.topic_rx})
+    msg_id = _by_stmt({i: rx(s.msg_id_rx) for i, s in st_list if s.msg_id_rx})
+    status = _by_stmt({i: sql_str(s.status) for i, s in st_list if s.status})
+    detail = _by_stmt({i: f"substring({rx(s.detail_rx)}, 1, {P.RAW_CAP})" for i, s in st_list if s.detail_rx})
     renderings = _by_stmt(
-        stmt,
         {
             i: (
-                F.split(F.regexp_extract(msg, s.msgs_rx, 1), P.MSGEXT_SPLIT)
+                f"split(regexp_extract(msg, {sql_str(s.msgs_rx)}, 1), {sql_str(P.MSGEXT_SPLIT)})"
                 if s.msgs_list
-                else F.array(F.regexp_extract(msg, s.msgs_rx, 1))
+                else f"array(regexp_extract(msg, {sql_str(s.msgs_rx)}, 1))"
             )
             for i, s in st_list
             if s.msgs_rx
-        },
+        }
     )
     # 4.9.4 L-P1 (§12): the event lives on the Message{...} line that follows; detail from the L-P1 line.
     resend = F.col("resend_of_lp1")

@@ -38,9 +38,9 @@ def build_spark_session(
         # those run interpreted (measured: ingest ~40x slower).
         "spark.driver.extraJavaOptions": "-XX:-DontCompileHugeMethods",
         "spark.executor.extraJavaOptions": "-XX:-DontCompileHugeMethods",
-        # The ingest classifier's whole-stage method is ~22 kB of bytecode; above HotSpot's 8 kB limit Spark
-        # falls back to per-operator projections, whose expression code is split into small methods the JIT
-        # compiles (1.2 M lines, warm pre-window pass at load ~15: 54-75 s vs 82 s).
+        # Above HotSpot's 8 kB limit Spark falls back from whole-stage code to per-operator projections, whose
+        # expression code is split into small methods the JIT compiles well; that suits the large event-building
+        # stages. The ingest run raises it for its small, hot per-line screen (jobs/ingest.py).
         "spark.sql.codegen.hugeMethodLimit": "8000",
     }
     settings.update(conf or {})
