@@ -7,7 +7,8 @@ default noise), then in the same run times (1) ``jobs.ingest.run_ingest`` end to
 events/quarantine/ingest_report) and (2) DuckDB over the same files: numbered lines, the same head layouts,
 time zones, statement table (generated from ``jobs.ingest_patterns``), continuation dating window, trace
 record split and dump JSON, written to Parquet. It prints a table with lines/s and the Spark/DuckDB ratio for
-the first Spark run of each size and for the best repeat (``--repeat``, default 2). Not a test: numbers depend on the machine.
+the first Spark run of each size and for the best repeat (``--repeat``, default 2). Not a test: numbers depend
+on the machine.
 """
 
 from __future__ import annotations

@@ -224,7 +224,7 @@ def screen_log_lines(lines: DataFrame, ds: str) -> DataFrame:
         "msg",
         "thread",
     )
-    return df.selectExpr(
+    out = df.selectExpr(
         "source",
         "source_file",
         "line_no",
@@ -244,6 +244,9 @@ def screen_log_lines(lines: DataFrame, ds: str) -> DataFrame:
         "msg",
         "thread",
     )
+
+    assert tuple(out.columns) == SCREEN_COLUMNS, out.columns
+    return out
 
 
 def settle_candidates(df: DataFrame) -> DataFrame:
