@@ -106,6 +106,22 @@ GROUP_EVENTS = (
     "RETRY_ENQUEUED",
     "DIRECT_CONSUME",
 )
+# ingest_report/dt=D, one row per file (DESIGN §4); see report_of
+REPORT_COLUMNS = (
+    "source_file",
+    "source",
+    "lines_read",
+    "events",
+    "ignored",
+    "continuation",
+    "quarantined",
+    "other_date",
+    "event_rows",
+    "unattributed_events",
+    "bad_records",
+    "other_date_records",
+    "ignored_by_kind",
+)
 LINE_COLUMNS = (
     "source",
     "source_file",
@@ -706,18 +722,4 @@ def report_of(classified: DataFrame) -> DataFrame:
         F.sum("other_date_records").cast("long").alias("other_date_records"),
         F.when(F.size(kinds) > 0, F.map_from_entries(F.sort_array(kinds))).alias("ignored_by_kind"),
     )
-    return per_file.select(
-        "source_file",
-        "source",
-        "lines_read",
-        "events",
-        "ignored",
-        "continuation",
-        "quarantined",
-        "other_date",
-        "event_rows",
-        "unattributed_events",
-        "bad_records",
-        "other_date_records",
-        "ignored_by_kind",
-    ).orderBy("source", "source_file")
+    return per_file.select(*REPORT_COLUMNS).orderBy("source", "source_file")

@@ -40,6 +40,11 @@ SCREEN_COLUMNS = (
     "thread",
 )
 
+# Carried unchanged through every step of the screen.
+_KEYS = ("source", "source_file", "line_no", "group_hint")
+# The one statement whose line may be paired with a later line (4.9.4 L-P1, §12).
+LP1 = next(i for i, st in enumerate(P.STATEMENTS) if st.ref == "L-P1")
+
 # Head layouts without their message part: the regex runs over the short text before the separator only.
 RX_C4 = P.CLIENT4_HEAD.removesuffix(" - (.*)$") + "$"
 RX_CONSOLE = P.CONSOLE_HEAD.removesuffix(" - (.*)$") + "$"
@@ -81,14 +86,10 @@ def screen_log_lines(lines: DataFrame, ds: str) -> DataFrame:
     cap, probe_len = P.RAW_CAP, P.PREFIX_PROBE
     c5, brokers = sql_in(C5_FORMATS), sql_in(BROKER_FORMATS)
     probes = _statement_sql()[0]
-    lp1 = next(i for i, st in enumerate(P.STATEMENTS) if st.ref == "L-P1")
     # No pattern ever runs over a hostile line: it is screened to '' and quarantined with its reason.
     # octet_length first: a line of fewer bytes than the limit has fewer characters too, and counting is a scan.
     df = lines.selectExpr(
-        "source",
-        "source_file",
-        "line_no",
-        "group_hint",
+        *_KEYS,
         "tz",
         "line",
         f"""CASE WHEN octet_length(line) >= {P.MAX_LINE_CHARS} AND length(line) >= {P.MAX_LINE_CHARS}
@@ -97,10 +98,7 @@ def screen_log_lines(lines: DataFrame, ds: str) -> DataFrame:
                  WHEN NOT is_valid_utf8(line) THEN 'invalid UTF-8' END AS hostile""",
     )
     df = df.selectExpr(
-        "source",
-        "source_file",
-        "line_no",
-        "group_hint",
+        *_KEYS,
         "tz",
         "hostile",
         "IF(hostile IS NULL, line, '') AS safe",
@@ -115,10 +113,7 @@ def screen_log_lines(lines: DataFrame, ds: str) -> DataFrame:
                  ELSE locate(' - ', safe) END AS pos""",
     )
     df = df.selectExpr(
-        "source",
-        "source_file",
-        "line_no",
-        "group_hint",
+        *_KEYS,
         "tz",
         "hostile",
         "hostile_raw",
@@ -147,10 +142,7 @@ def screen_log_lines(lines: DataFrame, ds: str) -> DataFrame:
     # the layout's lazy thread group runs from the first "] [" to the last one (the logger holds no "]")
     c5_from_thread = "substring(h, locate('] [', h) + 3)"
     df = df.selectExpr(
-        "source",
-        "source_file",
-        "line_no",
-        "group_hint",
+        *_KEYS,
         "hostile",
         "hostile_raw",
         "safe",
@@ -187,7 +179,7 @@ def screen_log_lines(lines: DataFrame, ds: str) -> DataFrame:
                                      {cb_first})
                    WHEN 'cs' THEN trim(regexp_extract(h, {rs}, 6)) END, NULL) AS thread""",
     )
-    lp1_prefix = sql_str(P.STATEMENTS[lp1].prefix)
+    lp1_prefix = sql_str(P.STATEMENTS[LP1].prefix)
     head = "k IS NOT NULL"
     # (condition, category, why) in order; the first that holds decides. A head line that may be a statement is
     # a "candidate", settled after the window by settle_candidates: the statement table's code stays out of
@@ -209,10 +201,7 @@ def screen_log_lines(lines: DataFrame, ds: str) -> DataFrame:
         ),
     ]
     df = df.selectExpr(
-        "source",
-        "source_file",
-        "line_no",
-        "group_hint",
+        *_KEYS,
         f"{head} AS is_head",
         "ts",
         "CASE " + " ".join(f"WHEN {c} THEN {i}" for i, (c, _, _) in enumerate(branches)) + " END AS branch",
@@ -225,10 +214,7 @@ def screen_log_lines(lines: DataFrame, ds: str) -> DataFrame:
         "thread",
     )
     out = df.selectExpr(
-        "source",
-        "source_file",
-        "line_no",
-        "group_hint",
+        *_KEYS,
         "is_head",
         "ts",
         "CASE branch "
@@ -238,7 +224,7 @@ def screen_log_lines(lines: DataFrame, ds: str) -> DataFrame:
         f"""CASE WHEN branch IN (0, 1, 4) THEN coalesce(hostile_raw, substring(safe, 1, {cap}))
                  WHEN branch = 2 THEN substring(safe, 1, {cap}) END AS raw""",
         # the message of an L-P1 line, for the Message{...} line after it (§12, see settle_candidates)
-        f"IF(source IN {sql_in(P.STATEMENTS[lp1].formats)} AND startswith(msg, {lp1_prefix}), msg, NULL) AS lp1_msg",
+        f"IF(source IN {sql_in(P.STATEMENTS[LP1].formats)} AND startswith(msg, {lp1_prefix}), msg, NULL) AS lp1_msg",
         "IF(branch = 2, level, NULL) AS level",
         "IF(branch = 2, logger, NULL) AS logger",
         "msg",
@@ -256,7 +242,6 @@ def settle_candidates(df: DataFrame) -> DataFrame:
     quarantined lines only.
     """
     probes, stmt_index, full_ok, stmt_ref = _statement_sql()
-    lp1 = next(i for i, st in enumerate(P.STATEMENTS) if st.ref == "L-P1")
     cand = "cat0 = 'candidate'"
     df = df.selectExpr(
         "*",
@@ -272,7 +257,7 @@ def settle_candidates(df: DataFrame) -> DataFrame:
     )
     rollup = f"startswith(msg, '[') AND msg RLIKE {sql_str(P.STATS_ROLLUP)}"
     rollup_kind = "'stats hour/day roll-up (repeats the minute lines)'"
-    lp1_deferred = f"stmt = {lp1} AND source = 'rocketmq-client-4x' AND NOT contains(msg, 'InvokeID: %s')"
+    lp1_deferred = f"stmt = {LP1} AND source = 'rocketmq-client-4x' AND NOT contains(msg, 'InvokeID: %s')"
     ignored_kind = f"""CASE WHEN startswith(msg, '[')
           THEN concat('stats ', coalesce(nullif(regexp_extract(msg, {sql_str(STATS_TAG)}, 1), ''), '?'))
         WHEN startswith(msg, {sql_str(P.RESEND_MESSAGE_PREFIX)}) THEN 'Message{{...}} rendering'
