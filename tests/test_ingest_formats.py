@@ -79,6 +79,9 @@ CLIENT4 = [
     L_P1_MSG,
     "2026-11-21 23:26:1",
     L_C1.replace(" MQ: MessageQueue [topic=PAYMENT_CAPTURED, brokerName=broker-a, queueId=3]", ""),
+    # the periodic offset flush (samples README): bracketed, but not a stats line
+    "2026-11-21 23:26:15,000 INFO RocketmqClient - [persistAll] Group: GID_x ClientId: 10.0.0.1@1 "
+    "updateConsumeOffsetToBroker MessageQueue [topic=T1, brokerName=broker-a, queueId=0] 42",
 ]
 BROKER = [
     "2026-11-22 07:24:59 INFO AdminBrokerThread_1 - create new topic TopicConfig [topicName=%DLQ%GID_x, "
@@ -334,7 +337,14 @@ def test_client4x_accounting(parsed: dict[str, list[Row]]) -> None:
         (9, "event"),
         (10, "quarantined"),  # cut inside the timestamp
         (11, "quarantined"),  # L-C1 without "MQ: ..." (truncated)
+        (12, "ignored"),
     ]
+    kinds = {r["source_file"]: r["ignored_by_kind"] for r in parsed["report"]}
+    assert kinds["c4.log"] == {
+        "RocketmqClient INFO": 1,  # [persistAll], named by its logger like other noise, not "stats ?"
+        "RocketmqRemoting INFO": 1,
+        "L-P1 line (event recorded on the Message{...} line after it)": 1,
+    }
     reasons = {r["line_no"]: r["reason"] for r in parsed["quarantine"] if r["source_file"] == "c4.log"}
     assert reasons == {
         10: "malformed head line (timestamp, level or layout)",

@@ -77,8 +77,18 @@ def _statement_sql() -> tuple[str, str, str, str]:
     return probes, f"CASE {index} END", f"CASE stmt {full} END", f"CASE stmt {ref} END"
 
 
-def screen_log_lines(lines: DataFrame, ds: str) -> DataFrame:
+def _to_utc(local: str, zones: tuple[str, ...]) -> str:
+    """``local`` (wall-clock time in the line's ``tz``) as UTC. A zone given as a literal is resolved once per
+    task; given as a column, Spark parses the zone name again for every row (about 1 us a line)."""
+    known = " ".join(f"WHEN {sql_str(z)} THEN to_utc_timestamp({local}, {sql_str(z)})" for z in zones)
+    return f"CASE tz {known} ELSE to_utc_timestamp({local}, tz) END" if zones else f"to_utc_timestamp({local}, tz)"
+
+
+def screen_log_lines(lines: DataFrame, ds: str, zones: tuple[str, ...] = ()) -> DataFrame:
     """``source, source_file, line_no, line, tz, group_hint`` -> SCREEN_COLUMNS, one row per line.
+
+    ``zones``: the values ``tz`` takes, when the caller knows them (``ingest`` does, from its file list); any other
+    zone is still read correctly, only more slowly.
 
     ``cat0`` is the category before the per-file window (continuation lines are dated there); ``why`` is the
     ignored kind or the quarantine reason; ``msg`` and ``thread`` are kept for event lines only.
@@ -104,22 +114,20 @@ def screen_log_lines(lines: DataFrame, ds: str) -> DataFrame:
         "IF(hostile IS NULL, line, '') AS safe",
         f"IF(hostile IS NULL, NULL, substring(make_valid_utf8(substring(line, 1, {cap})), 1, {cap})) AS hostile_raw",
         # message separators per layout (§6.1): 5.x/gRPC "] - ", Spring " : ", 4.x and broker " - "
-        f"CASE WHEN source IN {c5} THEN 4 ELSE 3 END AS sep_len",
+        f"CASE WHEN source IN {c5} THEN '] - ' WHEN source = 'spring-listener' THEN ' : ' ELSE ' - ' END AS sep",
     )
-    df = df.selectExpr(
-        "*",
-        f"""CASE WHEN source IN {c5} THEN locate('] - ', safe)
-                 WHEN source = 'spring-listener' THEN locate(' : ', safe)
-                 ELSE locate(' - ', safe) END AS pos""",
-    )
+    # The text before the first separator, found by bytes: substring_index stops at the separator, where
+    # substring() would first count every character of the line (numChars) and then walk to the position.
+    df = df.selectExpr(*_KEYS, "tz", "hostile", "hostile_raw", "safe", "sep", "substring_index(safe, sep, 1) AS hx")
     df = df.selectExpr(
         *_KEYS,
         "tz",
         "hostile",
         "hostile_raw",
         "safe",
-        "pos + sep_len AS body_at",
-        "IF(pos > 0, substring(safe, 1, pos - 1), '') AS h",
+        # 1-based byte position of the message (substring_index gives the whole line when there is no separator)
+        "IF(octet_length(hx) < octet_length(safe), octet_length(hx) + octet_length(sep) + 1, NULL) AS body_byte",
+        "IF(octet_length(hx) < octet_length(safe), hx, '') AS h",
     )
     df = df.selectExpr(
         "*",
@@ -130,8 +138,18 @@ def screen_log_lines(lines: DataFrame, ds: str) -> DataFrame:
                  WHEN source = 'spring-listener' AND h RLIKE {sql_str(RX_SPRING)} THEN 'cs' END AS k""",
     )
     # The message's first characters decide whether its text is needed at all (see module doc).
-    df = df.selectExpr("*", f"IF(k IS NULL, NULL, substring(safe, body_at, {probe_len})) AS probe")
-    cand = f"(probe IN {probes} OR startswith(probe, '[') OR startswith(probe, 'Message{{topi'))"
+    # Cut by bytes (the message starts after an ASCII separator): the probes are ASCII, so a message's first
+    # PREFIX_PROBE bytes equal a probe exactly when its first PREFIX_PROBE characters do.
+    df = df.selectExpr(
+        "*", f"IF(k IS NULL, NULL, CAST(substring(CAST(safe AS BINARY), body_byte, {probe_len}) AS STRING)) AS probe"
+    )
+    # A stats line starts with an upper-case tag, "[CONSUME_RT] [...": other bracketed messages, such as the
+    # 4.x client's "[persistAll] Group: ..." offset flushes (most lines of a client log), are plain noise.
+    stats_probe = sql_str(r"^\[[A-Z0-9_]+(\].*)?$")
+    cand = (
+        f"(probe IN {probes} OR startswith(probe, 'Message{{topi') "
+        f"OR (startswith(probe, '[') AND probe RLIKE {stats_probe}))"
+    )
     rs, rc = sql_str(RX_SPRING), sql_str(RX_CONSOLE)
     spring_local = f"concat(regexp_extract(h, {rs}, 1), ' ', regexp_extract(h, {rs}, 2))"
     spring_offset = f"regexp_extract(h, {rs}, 3)"
@@ -143,24 +161,27 @@ def screen_log_lines(lines: DataFrame, ds: str) -> DataFrame:
     c5_from_thread = "substring(h, locate('] [', h) + 3)"
     df = df.selectExpr(
         *_KEYS,
+        "tz",
         "hostile",
         "hostile_raw",
         "safe",
         "k",
-        "probe",
-        f"IF(k IS NOT NULL AND {cand}, substring(safe, body_at), NULL) AS msg",
-        # literal formats per layout: a format given as a column makes Spark build a formatter for every row
+        f"IF(k IS NOT NULL AND {cand}, CAST(substring(CAST(safe AS BINARY), body_byte) AS STRING), NULL) AS msg",
+        # Local wall-clock time per layout. The head regex has already checked the digits' layout, so Spark's own
+        # string-to-timestamp cast reads them exactly as the layout's pattern would (null for a month 13 or a
+        # 24:00), at a fifth of the cost of a DateTimeFormatter parse. Spring's offset form keeps its pattern.
         f"""CASE k
-              WHEN 'c4' THEN to_utc_timestamp(try_to_timestamp(substring(safe, 1, 23), {sql_str(P.CLIENT4_TS_FORMAT)}), tz)
-              WHEN 'c5' THEN to_utc_timestamp(try_to_timestamp(substring(safe, 1, 23), {sql_str(P.CLIENT5_TS_FORMAT)}), tz)
-              WHEN 'cb' THEN to_utc_timestamp(try_to_timestamp(substring(safe, 1, 19), {sql_str(P.BROKER_TS_FORMAT)}), tz)
-              WHEN 'con' THEN to_utc_timestamp(try_to_timestamp(
-                concat({sql_str(ds + " ")}, substring(safe, 1, 12)), {sql_str(P.CONSOLE_TS_FORMAT)}), tz)
-              WHEN 'cs' THEN CASE WHEN {spring_offset} != ''
-                THEN try_to_timestamp(concat({spring_local}, regexp_replace({spring_offset}, '^Z$', '+00:00')),
-                                      'yyyy-MM-dd HH:mm:ss.SSSXXX')
-                ELSE to_utc_timestamp(try_to_timestamp({spring_local}, 'yyyy-MM-dd HH:mm:ss.SSS'), tz) END
-            END AS ts""",  # noqa: E501
+              WHEN 'c4' THEN try_cast(replace(substring(h, 1, 23), ',', '.') AS TIMESTAMP)
+              WHEN 'c5' THEN try_cast(substring(h, 1, 23) AS TIMESTAMP)
+              WHEN 'cb' THEN try_cast(substring(h, 1, 19) AS TIMESTAMP)
+              WHEN 'con' THEN try_cast(concat({sql_str(ds + " ")}, substring(h, 1, 12)) AS TIMESTAMP)
+              WHEN 'cs' THEN IF({spring_offset} != '', NULL,
+                                try_to_timestamp({spring_local}, 'yyyy-MM-dd HH:mm:ss.SSS'))
+            END AS local_ts""",
+        f"""IF(k = 'cs' AND {spring_offset} != '',
+              try_to_timestamp(concat({spring_local}, regexp_replace({spring_offset}, '^Z$', '+00:00')),
+                               'yyyy-MM-dd HH:mm:ss.SSSXXX'),
+              NULL) AS offset_ts""",
         f"""CASE k WHEN 'c4' THEN substring_index(substring(h, 25), ' ', 1)
                    WHEN 'con' THEN regexp_extract(h, {rc}, 3)
                    WHEN 'c5' THEN substring_index(substring(h, 25), ' ', 1)
@@ -178,6 +199,10 @@ def screen_log_lines(lines: DataFrame, ds: str) -> DataFrame:
                                      IF(contains({cb_rest}, ' '), substring_index({cb_rest}, ' ', -1), NULL),
                                      {cb_first})
                    WHEN 'cs' THEN trim(regexp_extract(h, {rs}, 6)) END, NULL) AS thread""",
+    )
+    df = df.selectExpr(
+        *(c for c in df.columns if c not in ("tz", "local_ts", "offset_ts")),
+        f"coalesce(offset_ts, {_to_utc('local_ts', zones)}) AS ts",
     )
     lp1_prefix = sql_str(P.STATEMENTS[LP1].prefix)
     head = "k IS NOT NULL"
