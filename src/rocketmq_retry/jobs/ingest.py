@@ -13,7 +13,6 @@ import sys
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
-from functools import reduce
 from typing import TYPE_CHECKING, Any, TextIO
 
 from rocketmq_retry.config import Config, load_config
@@ -23,7 +22,7 @@ from rocketmq_retry.jobs.ingest_read import SourceFile, read_lines, resolve_file
 from rocketmq_retry.jobs.partitions import write_partition
 
 if TYPE_CHECKING:
-    from pyspark.sql import SparkSession
+    from pyspark.sql import DataFrame, SparkSession
 
 # The per-line screen's fused stage is ~12.6 kB of bytecode: under this limit it runs as one whole-stage method
 # (JIT-compiled thanks to -XX:-DontCompileHugeMethods) instead of a chain of projections that copy every line
@@ -108,17 +107,19 @@ def _run(
         print(f"ingest: [{time.monotonic() - started:6.1f} s] {what}", file=log, flush=True)
 
     step("planning")
-    parts = [parse.classify(read_lines(spark, fs), ds, (fam,), zone) for fam, fs in sorted(by_family.items())]
-    classified = (
-        reduce(lambda a, b: a.unionByName(b), parts)
-        if parts
-        else parse.classify(read_lines(spark, []), ds, day_zone=zone)
-    )
-    # Materialise the per-line classification once and cut its lineage: the three outputs then plan and ship a
-    # scan of stored rows, not the classifier's whole expression tree (whose task binary is over 1 MB).
-    step("classifying lines")
-    classified = classified.localCheckpoint(eager=True, storageLevel=StorageLevel.MEMORY_AND_DISK)
+    lines = {fam: read_lines(spark, fs) for fam, fs in sorted(by_family.items())} or {"log": read_lines(spark, [])}
+    kept: list[DataFrame] = []
+
+    def keep(df: DataFrame, what: str) -> DataFrame:
+        # Materialise once and cut the lineage: each later reader scans stored rows instead of recomputing the
+        # classifier, and the outputs' plans ship a scan, not its expression tree (a task binary over 1 MB).
+        step(what)
+        df = df.localCheckpoint(eager=True, storageLevel=StorageLevel.MEMORY_AND_DISK)
+        kept.append(df)
+        return df
+
     try:
+        classified = parse.classify_families(lines, ds, zone, tuple(sorted({f.timezone for f in files})), keep)
         step("writing events")
         write_partition(parse.events_of(classified), warehouse, "events", ds)
         step("writing quarantine")
@@ -132,8 +133,9 @@ def _run(
         ]
         step("done")
     finally:
-        # the checkpoint's blocks belong to its RDD, not to the cache manager that DataFrame.unpersist() asks
-        classified._jdf.queryExecution().logical().rdd().unpersist(False)
+        # the checkpoints' blocks belong to their RDDs, not to the cache manager that DataFrame.unpersist() asks
+        for df in kept:
+            df._jdf.queryExecution().logical().rdd().unpersist(False)
     return IngestResult(
         report=report,
         notes=notes,

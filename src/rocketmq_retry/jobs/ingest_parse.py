@@ -14,6 +14,7 @@ quarantine reason, never a task failure. See docs/ingest.md for the event_type t
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import reduce
 from typing import TYPE_CHECKING
 
@@ -135,6 +136,14 @@ LINE_COLUMNS = (
     "bad",
     "other_date_events",
 )
+
+
+# materialises an intermediate that several later steps read; the string says what it is (progress output)
+Keep = Callable[["DataFrame", str], "DataFrame"]
+
+
+def _same(df: DataFrame, what: str) -> DataFrame:
+    return df
 
 
 def _nz(c: Column) -> Column:
@@ -313,30 +322,85 @@ def _log_events() -> Column:
     return F.transform(F.col("_e_renderings"), lambda r, i: build(r, i))
 
 
-def classify_log_lines(lines: DataFrame, ds: str, day_zone: str = "UTC") -> DataFrame:
-    """Classify lines of the log formats (clients, Spring, broker, stats). See module doc.
+def classify_log_lines(lines: DataFrame, ds: str, day_zone: str = "UTC", zones: tuple[str, ...] = ()) -> DataFrame:
+    """Classify lines of the log formats (clients, Spring, broker, stats). See module doc and ``log_parts``."""
+    quiet, rest = log_parts(lines, ds, day_zone, zones)
+    return quiet.unionByName(rest)
 
-    The per-line screen (``ingest_screen``) runs before the one window (continuation lines take their head's
-    date), so only small columns cross the shuffle, never the line text; events are built after it, from the
-    event lines alone.
+
+# Lines whose category needs other lines of the file: lines without their own timestamp (continuations, damaged
+# or hostile lines take the date of the head line before them) and statement candidates (the 4.9.4 L-P1 pairing,
+# §12). Every other line is a head line of known noise, classified by its own timestamp.
+NEEDS_NEIGHBOURS = "ts IS NULL OR cat0 = 'candidate'"
+
+
+def log_parts(
+    lines: DataFrame, ds: str, day_zone: str = "UTC", zones: tuple[str, ...] = (), keep: Keep | None = None
+) -> tuple[DataFrame, DataFrame]:
+    """(quiet, rest): LINE_COLUMNS rows of the noise head lines and of all other lines; together, every line once.
+
+    The per-line screen (``ingest_screen``) runs once; the per-file window then sees only the few lines that need
+    their neighbours, plus the head line before each run of lines without a timestamp, instead of a shuffle and
+    sort of every line of the day. ``keep`` materialises the screen, which four steps read (see ``classify``).
     """
-    return _date_log_lines(screen_log_lines(lines, ds), ds, day_zone)
+    pre = (keep or _same)(screen_log_lines(lines, ds, zones), "screening log lines")
+    d = F.lit(ds).cast("date")
+    # a noise head line always has its own timestamp: it is ignored on the date, other_date elsewhere
+    quiet = pre.filter(f"NOT ({NEEDS_NEIGHBOURS})").select(
+        "source",
+        "source_file",
+        "line_no",
+        F.to_date(F.from_utc_timestamp(F.col("ts"), day_zone)).alias("line_date"),
+        "why",
+    )
+    quiet = quiet.select(
+        "source",
+        "source_file",
+        "line_no",
+        "line_date",
+        F.when(F.col("line_date") == d, F.lit("ignored")).otherwise(F.lit("other_date")).alias("category"),
+        F.when(F.col("line_date") == d, F.col("why")).alias("kind"),
+        F.lit(None).cast("string").alias("reason"),
+        F.lit(None).cast("string").alias("raw"),
+        _no_events().alias("events"),
+        _no_bad().alias("bad"),
+        F.lit(0).alias("other_date_events"),
+    )
+    return quiet, _date_log_lines(pre, ds, day_zone)
 
 
 def _date_log_lines(pre: DataFrame, ds: str, day_zone: str) -> DataFrame:
-    """The one window per file: continuation lines take their head's date, orphans and the 4.9.4 L-P1 pairing."""
+    """The lines that need their neighbours: continuation lines take their head's date, orphans, L-P1 pairing."""
     by_file = Window.partitionBy("source_file").orderBy("line_no")
+    needy = pre.filter(NEEDS_NEIGHBOURS)
+    # The head line before each run of lines without a timestamp: the only noise line a window value needs.
+    untimed = needy.filter(F.col("ts").isNull()).select(
+        "source_file", "line_no", F.lag("line_no").over(by_file).alias("prev_untimed")
+    )
+    anchor_keys = untimed.filter(
+        (F.col("line_no") > 1) & F.coalesce(F.col("prev_untimed") != F.col("line_no") - 1, F.lit(True))
+    ).select("source_file", (F.col("line_no") - 1).alias("line_no"))
+    # explicit broadcasts: a checkpointed screen has no size estimate, and a sort-merge join would shuffle it whole
+    anchors = pre.join(F.broadcast(anchor_keys), ["source_file", "line_no"], "left_semi").filter(
+        f"NOT ({NEEDS_NEIGHBOURS})"
+    )
+    first_ts = pre.groupBy("source_file").agg(F.min(F.when(F.col("is_head"), F.col("ts"))).alias("file_first_ts"))
+    rows = needy.withColumn("_needy", F.lit(True)).unionByName(anchors.withColumn("_needy", F.lit(False)))
     before = by_file.rowsBetween(Window.unboundedPreceding, -1)
     upto = by_file.rowsBetween(Window.unboundedPreceding, Window.currentRow)
-    # the file's minimum over the same (ordered) spec with a whole-file frame: every function then shares one
-    # Window operator, so each file's rows are buffered once instead of once per spec
-    whole = by_file.rowsBetween(Window.unboundedPreceding, Window.unboundedFollowing)
-    w = pre.select(
-        "*",
-        F.last(F.when(F.col("is_head"), F.col("ts")), ignorenulls=True).over(upto).alias("prev_head_ts"),
-        F.max(F.col("is_head").cast("int")).over(upto).alias("head_seen"),
-        F.last(F.col("lp1_msg"), ignorenulls=True).over(before).alias("last_lp1_msg"),
-        F.min(F.when(F.col("is_head"), F.col("ts"))).over(whole).alias("file_first_ts"),
+    # Over these rows the values equal those over the whole file: the last timestamp before a line is on the
+    # line itself or on its run's anchor, a head line before a run shows in head_seen through that anchor, and
+    # every L-P1 line is a candidate.
+    w = (
+        rows.select(
+            "*",
+            F.last(F.when(F.col("is_head"), F.col("ts")), ignorenulls=True).over(upto).alias("prev_head_ts"),
+            F.max(F.col("is_head").cast("int")).over(upto).alias("head_seen"),
+            F.last(F.col("lp1_msg"), ignorenulls=True).over(before).alias("last_lp1_msg"),
+        )
+        .filter(F.col("_needy"))
+        .drop("_needy")
+        .join(F.broadcast(first_ts), "source_file", "left")
     )
     w = _with_log_event_fields(settle_candidates(w))
     d = F.lit(ds).cast("date")
@@ -640,14 +704,46 @@ def family(source: str) -> str:
 
 
 def classify(
-    lines: DataFrame, ds: str, families: tuple[str, ...] = ("log", "trace", "message-dump"), day_zone: str = "UTC"
+    lines: DataFrame,
+    ds: str,
+    families: tuple[str, ...] = ("log", "trace", "message-dump"),
+    day_zone: str = "UTC",
+    zones: tuple[str, ...] = (),
 ) -> DataFrame:
-    """All formats: one row per input line (LINE_COLUMNS). ``ds`` is a calendar day in ``day_zone``."""
-    parts = []
+    """All formats: one row per input line (LINE_COLUMNS). ``ds`` is a calendar day in ``day_zone``.
+
+    ``zones``: the values of ``lines.tz`` when known (faster log timestamps, see ``ingest_screen``).
+    """
+    by_family = {}
     for fam in families:
-        cond = F.col("source").isin(*LOG_FORMATS) if fam == "log" else F.col("source") == fam
-        parts.append(CLASSIFIERS[fam](lines.filter(cond), ds, day_zone))
-    return reduce(lambda a, b: a.unionByName(b), parts)
+        by_family[fam] = lines.filter(F.col("source").isin(*LOG_FORMATS) if fam == "log" else F.col("source") == fam)
+    return classify_families(by_family, ds, day_zone, zones)
+
+
+def classify_families(
+    lines_by_family: dict[str, DataFrame],
+    ds: str,
+    day_zone: str = "UTC",
+    zones: tuple[str, ...] = (),
+    keep: Keep | None = None,
+) -> DataFrame:
+    """``classify`` over each family's own lines (a union over one read would scan every file per family).
+
+    ``keep`` is applied to the intermediates that later steps read more than once: the log screen, and the union
+    of everything but the log noise. A job passes a checkpoint (each is then computed once); by default Spark
+    recomputes them for each reader, which only suits small inputs such as tests.
+    """
+    keep = keep or _same
+    quiet, rest = [], []
+    for fam, lines in lines_by_family.items():
+        if fam == "log":
+            q, r = log_parts(lines, ds, day_zone, zones, keep)
+            quiet.append(q)
+            rest.append(r)
+        else:
+            rest.append(CLASSIFIERS[fam](lines, ds, day_zone))
+    rest_df = keep(reduce(lambda a, b: a.unionByName(b), rest), "classifying events, multi-line records and traces")
+    return reduce(lambda a, b: a.unionByName(b), [*quiet, rest_df])
 
 
 def events_of(classified: DataFrame) -> DataFrame:
