@@ -372,39 +372,52 @@ def log_parts(
 def _date_log_lines(pre: DataFrame, ds: str, day_zone: str) -> DataFrame:
     """The lines that need their neighbours: continuation lines take their head's date, orphans, L-P1 pairing."""
     by_file = Window.partitionBy("source_file").orderBy("line_no")
-    needy = pre.filter(NEEDS_NEIGHBOURS)
-    # The head line before each run of lines without a timestamp: the only noise line a window value needs.
-    untimed = needy.filter(F.col("ts").isNull()).select(
-        "source_file", "line_no", F.lag("line_no").over(by_file).alias("prev_untimed")
+    # The head line before each run of lines without a timestamp, and for a run that opens the file the head line
+    # after it: the only noise lines a window value needs.
+    untimed = pre.filter(F.col("ts").isNull()).select(
+        "source_file",
+        "line_no",
+        F.lag("line_no").over(by_file).alias("prev_untimed"),
+        F.lead("line_no").over(by_file).alias("next_untimed"),
+        F.row_number().over(by_file).alias("nth"),
     )
-    anchor_keys = untimed.filter(
-        (F.col("line_no") > 1) & F.coalesce(F.col("prev_untimed") != F.col("line_no") - 1, F.lit(True))
-    ).select("source_file", (F.col("line_no") - 1).alias("line_no"))
-    # explicit broadcasts: a checkpointed screen has no size estimate, and a sort-merge join would shuffle it whole
-    anchors = pre.join(F.broadcast(anchor_keys), ["source_file", "line_no"], "left_semi").filter(
-        f"NOT ({NEEDS_NEIGHBOURS})"
+    starts = (F.col("line_no") > 1) & F.coalesce(F.col("prev_untimed") != F.col("line_no") - 1, F.lit(True))
+    # the last line of the run that starts at line 1 (its lines are numbered 1..n)
+    opening_end = (F.col("nth") == F.col("line_no")) & F.coalesce(
+        F.col("next_untimed") != F.col("line_no") + 1, F.lit(True)
     )
-    first_ts = pre.groupBy("source_file").agg(F.min(F.when(F.col("is_head"), F.col("ts"))).alias("file_first_ts"))
-    rows = needy.withColumn("_needy", F.lit(True)).unionByName(anchors.withColumn("_needy", F.lit(False)))
+    anchor_keys = untimed.filter(starts | opening_end).select(
+        "source_file",
+        F.when(starts, F.col("line_no") - 1).otherwise(F.col("line_no") + 1).alias("line_no"),
+        F.lit(True).alias("_anchor"),
+    )
+    # One scan of the screen keeps the needy lines and the anchors. The broadcast is explicit: a checkpointed
+    # screen has no size estimate, and a sort-merge join would shuffle it whole.
+    rows = pre.join(F.broadcast(anchor_keys), ["source_file", "line_no"], "left").filter(
+        f"({NEEDS_NEIGHBOURS}) OR _anchor"
+    )
     before = by_file.rowsBetween(Window.unboundedPreceding, -1)
     upto = by_file.rowsBetween(Window.unboundedPreceding, Window.currentRow)
+    after = by_file.rowsBetween(Window.currentRow, Window.unboundedFollowing)
+    head_ts = F.when(F.col("is_head"), F.col("ts"))
     # Over these rows the values equal those over the whole file: the last timestamp before a line is on the
-    # line itself or on its run's anchor, a head line before a run shows in head_seen through that anchor, and
-    # every L-P1 line is a candidate.
+    # line itself or on its run's anchor, a head line before a run shows in head_seen through that anchor, the
+    # file's first head line follows the run that opens it, and every L-P1 line is a candidate.
     w = (
         rows.select(
             "*",
-            F.last(F.when(F.col("is_head"), F.col("ts")), ignorenulls=True).over(upto).alias("prev_head_ts"),
+            F.last(head_ts, ignorenulls=True).over(upto).alias("prev_head_ts"),
+            F.first(head_ts, ignorenulls=True).over(after).alias("next_head_ts"),
             F.max(F.col("is_head").cast("int")).over(upto).alias("head_seen"),
             F.last(F.col("lp1_msg"), ignorenulls=True).over(before).alias("last_lp1_msg"),
         )
-        .filter(F.col("_needy"))
-        .drop("_needy")
-        .join(F.broadcast(first_ts), "source_file", "left")
+        .filter(NEEDS_NEIGHBOURS)
+        .drop("_anchor")
     )
     w = _with_log_event_fields(settle_candidates(w))
     d = F.lit(ds).cast("date")
-    line_ts = F.coalesce(F.col("ts"), F.col("prev_head_ts"), F.col("file_first_ts"))
+    # a line before the file's first head line is dated by that head line
+    line_ts = F.coalesce(F.col("ts"), F.col("prev_head_ts"), F.col("next_head_ts"))
     line_date = F.coalesce(F.to_date(F.from_utc_timestamp(line_ts, day_zone)), d)
     orphan = (F.col("cat0") == "continuation") & (F.coalesce(F.col("head_seen"), F.lit(0)) == 0)
     cat = F.when(orphan, F.lit("quarantined")).otherwise(F.col("cat0"))
