@@ -398,16 +398,18 @@ def _date_log_lines(pre: DataFrame, ds: str, day_zone: str) -> DataFrame:
     )
     before = by_file.rowsBetween(Window.unboundedPreceding, -1)
     upto = by_file.rowsBetween(Window.unboundedPreceding, Window.currentRow)
-    after = by_file.rowsBetween(Window.currentRow, Window.unboundedFollowing)
+    # a whole-file frame is evaluated once per file; a frame from the current row to the end would be evaluated
+    # again for every row (quadratic: 50 s for one partition of 61 k rows at 10 M lines)
+    whole = by_file.rowsBetween(Window.unboundedPreceding, Window.unboundedFollowing)
     head_ts = F.when(F.col("is_head"), F.col("ts"))
     # Over these rows the values equal those over the whole file: the last timestamp before a line is on the
     # line itself or on its run's anchor, a head line before a run shows in head_seen through that anchor, the
-    # file's first head line follows the run that opens it, and every L-P1 line is a candidate.
+    # file's first head line is the anchor after the run that opens it, and every L-P1 line is a candidate.
     w = (
         rows.select(
             "*",
             F.last(head_ts, ignorenulls=True).over(upto).alias("prev_head_ts"),
-            F.first(head_ts, ignorenulls=True).over(after).alias("next_head_ts"),
+            F.first(head_ts, ignorenulls=True).over(whole).alias("first_head_ts"),
             F.max(F.col("is_head").cast("int")).over(upto).alias("head_seen"),
             F.last(F.col("lp1_msg"), ignorenulls=True).over(before).alias("last_lp1_msg"),
         )
@@ -417,7 +419,7 @@ def _date_log_lines(pre: DataFrame, ds: str, day_zone: str) -> DataFrame:
     w = _with_log_event_fields(settle_candidates(w))
     d = F.lit(ds).cast("date")
     # a line before the file's first head line is dated by that head line
-    line_ts = F.coalesce(F.col("ts"), F.col("prev_head_ts"), F.col("next_head_ts"))
+    line_ts = F.coalesce(F.col("ts"), F.col("prev_head_ts"), F.col("first_head_ts"))
     line_date = F.coalesce(F.to_date(F.from_utc_timestamp(line_ts, day_zone)), d)
     orphan = (F.col("cat0") == "continuation") & (F.coalesce(F.col("head_seen"), F.lit(0)) == 0)
     cat = F.when(orphan, F.lit("quarantined")).otherwise(F.col("cat0"))
