@@ -340,8 +340,9 @@ def log_parts(
     """(quiet, rest): LINE_COLUMNS rows of the noise head lines and of all other lines; together, every line once.
 
     The per-line screen (``ingest_screen``) runs once; the per-file window then sees only the few lines that need
-    their neighbours, plus the head line before each run of lines without a timestamp, instead of a shuffle and
-    sort of every line of the day. ``keep`` materialises the screen, which four steps read (see ``classify``).
+    their neighbours, plus the head lines next to each run of lines without a timestamp, instead of a shuffle and
+    sort of every line of the day. ``keep`` materialises the screen, which three steps read (see
+    ``classify_families``).
     """
     pre = (keep or _same)(screen_log_lines(lines, ds, zones), "screening log lines")
     d = F.lit(ds).cast("date")
