@@ -66,7 +66,6 @@ def run_ingest(
     for note in notes:
         print(f"ingest: note: {note}", file=log)
     print(f"ingest: {len(files)} file(s) for {ds}", file=log)
-    # each classifier reads only its own files (a union over one read would scan every file once per family);
     # dt=D is the calendar day D in the config's zone (as the simulator's --date); event_time stays UTC
     zone = config.timezone
     with _codegen_limit(spark, INGEST_HUGE_METHOD_LIMIT):

@@ -730,9 +730,10 @@ def classify(
 
     ``zones``: the values of ``lines.tz`` when known (faster log timestamps, see ``ingest_screen``).
     """
-    by_family = {}
-    for fam in families:
-        by_family[fam] = lines.filter(F.col("source").isin(*LOG_FORMATS) if fam == "log" else F.col("source") == fam)
+    by_family = {
+        fam: lines.filter(F.col("source").isin(*LOG_FORMATS) if fam == "log" else F.col("source") == fam)
+        for fam in families
+    }
     return classify_families(by_family, ds, day_zone, zones)
 
 

@@ -21,20 +21,16 @@ LEVELS = "(?:" + "|".join(LEVEL_NAMES) + ")"
 # --- head lines ---------------------------------------------------------------------------------------------
 # 4.x ClientLogger DefaultLayout (§6.1): "yyyy-MM-dd HH:mm:ss,SSS LEVEL loggerName - message", JVM zone, \r\n.
 CLIENT4_HEAD = r"^(\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2},\d{3}) (" + LEVELS + r") (\S+) - (.*)$"
-CLIENT4_TS_FORMAT = "yyyy-MM-dd HH:mm:ss,SSS"
 # logback's default console pattern, where 4.x lines land with -Drocketmq.client.logUseSlf4j=true or on stdout
 # (samples client/*.console-stdout.log): "HH:mm:ss.SSS [thread] LEVEL logger - message" -- no date.
 CONSOLE_HEAD = r"^(\d{2}:\d{2}:\d{2}\.\d{3}) \[([^\]]*)\] (" + LEVELS + r")\s+(\S+) - (.*)$"
-CONSOLE_TS_FORMAT = "yyyy-MM-dd HH:mm:ss.SSS"
 # 5.x remoting client and gRPC SDK (§6.1): "%d{yyy-MM-dd HH:mm:ss.SSS,GMT+8} %-5p [%pid] [%t] [%logger{12}#%M:%L] - %m".
 CLIENT5_HEAD = (
     r"^(\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}\.\d{3}) (" + LEVELS + r")\s+\[(\d*)\] \[(.*?)\] \[([^\]]*)\] - (.*)$"
 )
-CLIENT5_TS_FORMAT = "yyyy-MM-dd HH:mm:ss.SSS"
 # Broker (§6.1): "%d{yyy-MM-dd HH:mm:ss,GMT+8} %p %t - %m"; stats.log drops the thread; watermark/protection drop
 # the level too. Group 2 = level (optional), group 3 = thread (optional).
 BROKER_HEAD = r"^(\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}) (?:(" + LEVELS + r") )?(?:(\S+) )?- (.*)$"
-BROKER_TS_FORMAT = "yyyy-MM-dd HH:mm:ss"
 # Spring Boot default file/console pattern: 2.x "yyyy-MM-dd HH:mm:ss.SSS  LEVEL pid --- [thread] logger : msg",
 # 3.x "yyyy-MM-ddTHH:mm:ss.SSSXXX  LEVEL pid --- [app] [thread] logger : msg".
 SPRING_HEAD = (
