@@ -27,7 +27,9 @@ def _line(sec: int, n: int, r: int = 0) -> bytes:
 
 
 def _hostile_landing(root: pathlib.Path) -> pathlib.Path:
-    d = root / "app" / "logs"
+    # Hadoop glob characters (Spark expands read paths as globs), a quote (the file catalog is an inline SQL
+    # table), a space and a non-ASCII letter
+    d = root / "app's [1] {a,b} \\ été" / "logs"
     d.mkdir(parents=True)
     crlf = b"\r\n"
     current = [
@@ -66,7 +68,7 @@ def hostile(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> dict[str, A
     ev1 = sorted(tuple(r) for r in spark.read.parquet(str(wh / "events" / f"dt={DS}")).collect())
     q1 = sorted(tuple(r) for r in spark.read.parquet(str(wh / "quarantine" / f"dt={DS}")).collect())
     second = run_ingest(spark, config, DS, str(landing), str(wh))  # re-run over its own output
-    moved = root / "elsewhere"
+    moved = root / "elsewhere [copy]"  # a landing root that is not a valid glob pattern
     shutil.copytree(landing, moved)
     run_ingest(spark, config, DS, str(moved), str(root / "wh2"))
     return {

@@ -13,11 +13,13 @@ from __future__ import annotations
 import glob
 import os
 import pathlib
+import re
 import urllib.parse
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from rocketmq_retry.errors import InputError, UserError
+from rocketmq_retry.jobs.ingest_screen import sql_str
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -32,6 +34,12 @@ FIXED_ZONES = {
     "rocketmq-grpc-client": "Etc/GMT-8",
 }
 _ONE_FILE_PER_SPLIT = str(1 << 40)  # 1 TiB: no file is split and no two files share a partition
+_READ_CONF = {
+    "spark.sql.files.maxPartitionBytes": _ONE_FILE_PER_SPLIT,
+    "spark.sql.files.openCostInBytes": _ONE_FILE_PER_SPLIT,
+    # Above 32 paths Spark lists them with a distributed job: a cold job costs more than listing a day's files.
+    "spark.sql.sources.parallelPartitionDiscovery.threshold": "100000",
+}
 
 
 @dataclass(frozen=True)
@@ -62,7 +70,10 @@ def resolve_files(config: Config, landing: str | os.PathLike[str], ds: str) -> t
     notes: list[str] = []
     for entry in config.sources:
         pattern = entry.glob_for(ds)
-        matched = sorted(p for p in glob.glob(str(root / pattern), recursive=True) if os.path.isfile(p))
+        # the landing root is a path, not a pattern (it may hold '[' or '*')
+        matched = sorted(
+            p for p in glob.glob(os.path.join(glob.escape(str(root)), pattern), recursive=True) if os.path.isfile(p)
+        )
         if not matched:
             notes.append(f"source {entry.format} {pattern!r}: no files")
         zone = FIXED_ZONES.get(entry.format) or entry.timezone or config.timezone
@@ -92,6 +103,21 @@ def _uri_keys(uri: str) -> list[str]:
     return keys
 
 
+def _glob_literal(path: str) -> str:
+    """``path`` with Hadoop's glob characters escaped: Spark expands every path it reads as a glob pattern, so a
+    file named ``app[1].log`` or a directory with a backslash would otherwise not be found."""
+    return re.sub(r"([\\{}\[\]*?])", r"\\\1", path)
+
+
+def _catalog(spark: SparkSession, rows: list[tuple[str, str, str, str, str | None]]) -> DataFrame:
+    """``path_key, source, source_file, tz, group_hint`` as an inline table: the plan holds the rows, so the
+    broadcast is built on the driver (from Python rows it is a job, which starts Python workers when cold)."""
+    values = ", ".join("(" + ", ".join("NULL" if v is None else sql_str(v) for v in row) + ")" for row in rows)
+    names = ("path_key", "source", "source_file", "tz", "group_hint")
+    cols = ", ".join(f"CAST(col{i} AS STRING) AS {n}" for i, n in enumerate(names, 1))
+    return spark.sql(f"SELECT {cols} FROM VALUES {values}")
+
+
 def read_lines(spark: SparkSession, files: list[SourceFile]) -> DataFrame:
     """``source, source_file, line_no (1-based), line, tz, group_hint`` for every line of ``files``.
 
@@ -100,24 +126,14 @@ def read_lines(spark: SparkSession, files: list[SourceFile]) -> DataFrame:
     URI is in neither form stops the job with the URI in the message rather than being dropped by the join.
     """
     from pyspark.sql import functions as F
-    from pyspark.sql import types as T
 
-    schema = T.StructType(
-        [
-            T.StructField("path_key", T.StringType()),
-            T.StructField("source", T.StringType()),
-            T.StructField("source_file", T.StringType()),
-            T.StructField("tz", T.StringType()),
-            T.StructField("group_hint", T.StringType()),
-        ]
-    )
     if not files:
         return spark.createDataFrame(
             [], "source string, source_file string, line_no long, line string, tz string, group_hint string"
         )
-    for key in ("spark.sql.files.maxPartitionBytes", "spark.sql.files.openCostInBytes"):
-        spark.conf.set(key, _ONE_FILE_PER_SPLIT)
-    text = spark.read.text([f.path for f in files])
+    for key, value in _READ_CONF.items():
+        spark.conf.set(key, value)
+    text = spark.read.text([_glob_literal(f.path) for f in files])
     by_path = {f.path: f for f in files}
     rows = []
     for uri in text.inputFiles():
@@ -125,7 +141,7 @@ def read_lines(spark: SparkSession, files: list[SourceFile]) -> DataFrame:
         if f is None:
             raise InputError(f"Spark listed an input file that no source names: {uri}")
         rows += [(key, f.source, f.rel, f.timezone, f.consumer_group) for key in _uri_keys(uri)]
-    catalog = spark.createDataFrame(rows, schema)
+    catalog = _catalog(spark, rows)
     raw = text.select(
         F.col("value").alias("line"),
         F.col("_metadata.file_path").alias("path_key"),
