@@ -23,6 +23,7 @@ from pyspark.sql import functions as F
 
 from rocketmq_retry.jobs import ingest_patterns as P
 from rocketmq_retry.jobs.ingest_screen import screen_log_lines, settle_candidates, sql_str
+from rocketmq_retry.jobs.ingest_trace import epoch_ms, trace_events_sql
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -462,86 +463,11 @@ def _date_log_lines(pre: DataFrame, ds: str, day_zone: str) -> DataFrame:
 # ----------------------------------------------------------------------------------------------------- trace
 
 
-def trace_events(body: Column, fallback_time: Column, source_name: Column) -> tuple[Column, Column]:
-    """Events and bad records of one trace payload (§7.2): records end with U+0002, fields split on U+0001.
-
-    Delimited, so split with ``split`` on the literal separators (no regex extraction).
-    """
-    # Each record is split into its fields once, up front: lambdas are interpreted, not generated, and have no
-    # common-subexpression elimination, so a split inside the per-record lambda ran again for every field read
-    # (at 10 M lines the trace file's single task took ~9 s).
-    records = F.transform(
-        F.filter(F.split(body, P.TRACE_RECORD_SEP), lambda r: r != ""),
-        lambda r: F.struct(r.alias("raw"), F.split(r, P.TRACE_FIELD_SEP).alias("fs")),
-    )
-
-    def f(fs: Column, i: int) -> Column:
-        return _nz(F.try_element_at(fs, F.lit(i + 1)))
-
-    def one(rec: Column, i: Column) -> Column:
-        r, fs = rec["raw"], rec["fs"]
-        n = F.size(fs)
-        kind = f(fs, 0)
-        pub_ok = (kind == "Pub") & n.between(12, 15)
-        pub_success = F.when(n == 13, f(fs, 12)).when(n >= 14, f(fs, 13))
-        sb_ok = (kind == "SubBefore") & (n == 8)
-        sa_ok = (kind == "SubAfter") & n.isin(7, 9)
-        code = f(fs, 6).try_cast("int")
-        code_name = F.try_element_at(F.array(*[F.lit(c) for c in P.CONTEXT_CODES]), code + 1)
-        sa_time = F.coalesce(F.when(n == 9, _epoch_ms(f(fs, 7))), fallback_time)
-        time = F.when(pub_ok | sb_ok, _epoch_ms(f(fs, 1))).when(sa_ok, sa_time)
-        msg_id = F.when(pub_ok | sb_ok, f(fs, 5)).when(sa_ok, f(fs, 2))
-        event_type = (
-            F.when(pub_ok, F.when(pub_success == "true", F.lit("PUBLISHED")).otherwise(F.lit("PUBLISH_FAILED")))
-            .when(sb_ok, F.lit("DELIVERED"))
-            .when(sa_ok, F.when(f(fs, 4) == "true", F.lit("CONSUME_OK")).otherwise(F.lit("CONSUME_FAILED")))
-        )
-        request_id = F.when(sb_ok, f(fs, 4)).when(sa_ok, f(fs, 1))
-        event = _event(
-            rec=i,
-            source=source_name,
-            event_time=time,
-            event_type=event_type,
-            consumer_group=F.when(sb_ok, f(fs, 3)).when(sa_ok, f(fs, 8)),
-            producer_group=F.when(pub_ok, f(fs, 3)),
-            msg_id=msg_id,
-            offset_msg_id=F.when(pub_ok & (n >= 14), f(fs, 12)),
-            topic=F.when(pub_ok, f(fs, 4)),
-            original_topic=F.when(pub_ok, f(fs, 4)),
-            reconsume_times=F.when(sb_ok, f(fs, 6).try_cast("int")),
-            keys=F.when(pub_ok, f(fs, 7)).when(sb_ok, f(fs, 7)).when(sa_ok, f(fs, 5)),
-            tags=F.when(pub_ok, f(fs, 6)),
-            status_code=F.when(sa_ok, F.coalesce(code_name, f(fs, 6))).when(pub_ok, pub_success),
-            cost_ms=F.when(pub_ok, f(fs, 10).try_cast("long")).when(sa_ok, f(fs, 3).try_cast("long")),
-            broker=F.when(pub_ok, f(fs, 8)),
-            client_host=F.when(pub_ok & (n >= 15), f(fs, 14)),
-            detail=F.when(request_id.isNotNull(), F.concat(F.lit("requestId="), request_id)),
-        )
-        known_skip = kind.isin("EndTransaction", "Recall")
-        reason = (
-            F.when(known_skip, F.lit(None))
-            .when(
-                ~(pub_ok | sb_ok | sa_ok),
-                F.concat(
-                    F.lit("unknown trace record type or field count: "),
-                    F.coalesce(kind, F.lit("")),
-                    F.lit(" with "),
-                    n.cast("string"),
-                    F.lit(" fields"),
-                ),
-            )
-            .when(time.isNull(), F.lit("trace record without a valid timestamp"))
-            .when(msg_id.isNull(), F.lit("trace record without msgId"))
-        )
-        return F.struct(event.alias("e"), reason.alias("reason"), known_skip.alias("skip"), r.alias("raw"))
-
-    parsed = F.transform(records, lambda r, i: one(r, i))
-    good = F.transform(F.filter(parsed, lambda x: x["reason"].isNull() & ~x["skip"]), lambda x: x["e"])
-    bad = F.transform(
-        F.filter(parsed, lambda x: x["reason"].isNotNull()),
-        lambda x: F.struct(x["e"]["rec"].alias("rec"), _cap(x["raw"]).alias("raw"), x["reason"].alias("reason")),
-    )
-    return good, bad
+def trace_events(body: str, fallback_time: str, source_name: str) -> tuple[Column, Column]:
+    """Events and bad records of one trace payload (§7.2), from SQL text over the line's columns (see
+    ``ingest_trace``)."""
+    good, bad = trace_events_sql(body, fallback_time, source_name, EVENT_FIELDS)
+    return F.expr(good), F.expr(bad)
 
 
 def _finish_record_lines(df: DataFrame, ds: str, day_zone: str) -> DataFrame:
@@ -595,8 +521,8 @@ def classify_trace_lines(lines: DataFrame, ds: str, day_zone: str = "UTC") -> Da
     """``trace`` files: each line is one RMQ_SYS_TRACE_TOPIC message body (one or more records)."""
     line = F.col("line")
     hostile = _hostile(line)
-    safe = F.when(hostile.isNull(), line).otherwise(F.lit(""))
-    good, bad = trace_events(safe, F.lit(None).cast("timestamp"), F.lit("trace"))
+    lines = lines.withColumn("_trace_body", F.when(hostile.isNull(), line).otherwise(F.lit("")))
+    good, bad = trace_events("_trace_body", "CAST(NULL AS TIMESTAMP)", "'trace'")
     df = lines.select(
         "source",
         "source_file",
@@ -680,7 +606,7 @@ def classify_dump_lines(lines: DataFrame, ds: str, day_zone: str = "UTC") -> Dat
     df = df.withColumn("topic_", topic)
     store_time = _epoch_ms(j["storeTimestamp"])
     is_trace = F.coalesce(topic.rlike(TRACE_TOPICS_RX), F.lit(False))
-    t_good, t_bad = trace_events(F.coalesce(j["body"], F.lit("")), store_time, F.lit("trace"))
+    t_good, t_bad = trace_events("coalesce(j.body, '')", epoch_ms("j.storeTimestamp"), "'trace'")
     q_reason = (
         F.when(F.col("hostile").isNotNull(), F.col("hostile"))
         .when(F.col("blank"), F.lit(None))
