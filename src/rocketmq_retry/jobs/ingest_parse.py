@@ -22,6 +22,7 @@ from pyspark.sql import Column, Window
 from pyspark.sql import functions as F
 
 from rocketmq_retry.jobs import ingest_patterns as P
+from rocketmq_retry.jobs.ingest_dump import dump_event_sql
 from rocketmq_retry.jobs.ingest_screen import screen_log_lines, settle_candidates, sql_str
 from rocketmq_retry.jobs.ingest_trace import epoch_ms, trace_events_sql
 
@@ -547,44 +548,9 @@ DUMP_SCHEMA = (
 )
 
 
-def dump_event(j: Column) -> Column:
-    """One stored message of a dump (DESIGN §6 message-dump) as an event; see docs/ingest.md for the types."""
-    props = j["properties"]
-    topic = F.coalesce(_nz(j["topic"]), _nz(j["dumpTopic"]))
-    real_topic = _nz(props["REAL_TOPIC"])
-    is_dlq, is_retry = topic.startswith("%DLQ%"), topic.startswith("%RETRY%")
-    is_sched = topic == "SCHEDULE_TOPIC_XXXX"
-    group = (
-        F.when(is_dlq, F.expr("substring(topic_, 6)"))
-        .when(is_retry, F.expr("substring(topic_, 8)"))
-        .when(is_sched & real_topic.rlike("^%(RETRY|DLQ)%"), F.regexp_replace(real_topic, "^%(RETRY|DLQ)%", ""))
-    )
-    queue_id = j["queueId"].try_cast("int")
-    return _event(
-        rec=F.lit(0),
-        source=F.lit("message-dump"),
-        event_time=_epoch_ms(j["storeTimestamp"]),
-        event_type=F.when(is_dlq, F.lit("DEAD_LETTERED"))
-        .when(is_retry, F.lit("RETRY_ENQUEUED"))
-        .when(is_sched, F.lit("SEND_BACK"))
-        .otherwise(F.lit("PUBLISHED")),
-        consumer_group=group,
-        msg_id=F.coalesce(_nz(props["UNIQ_KEY"]), _nz(j["uniqKey"]), _nz(j["msgId"])),
-        offset_msg_id=_nz(j["offsetMsgId"]),
-        origin_msg_id=_nz(props["ORIGIN_MESSAGE_ID"]),
-        topic=topic,
-        original_topic=F.coalesce(_nz(props["RETRY_TOPIC"]), F.when(~(is_dlq | is_retry | is_sched), topic)),
-        queue_id=queue_id,
-        reconsume_times=j["reconsumeTimes"].try_cast("int"),
-        # the schedule topic's queue is level - 1 (§3.2); DELAY is the level the broker used
-        delay_level=F.coalesce(_nz(props["DELAY"]).try_cast("int"), F.when(is_sched, queue_id + 1)),
-        keys=_nz(props["KEYS"]),
-        tags=_nz(props["TAGS"]),
-        body=_cap(j["body"]),
-        broker=_nz(j["storeHost"]),
-        client_host=F.regexp_replace(j["bornHost"], "^/", ""),
-        detail=F.when(real_topic.isNotNull(), F.concat(F.lit("REAL_TOPIC="), real_topic)),
-    )
+def dump_event() -> Column:
+    """One stored message of a dump line as an event struct (SQL text, see ``ingest_dump``)."""
+    return F.expr(dump_event_sql(EVENT_FIELDS))
 
 
 def classify_dump_lines(lines: DataFrame, ds: str, day_zone: str = "UTC") -> DataFrame:
@@ -626,7 +592,7 @@ def classify_dump_lines(lines: DataFrame, ds: str, day_zone: str = "UTC") -> Dat
         q_reason.alias("q_reason"),
         F.when(q_reason.isNotNull() | F.col("blank"), _no_events())
         .when(is_trace, t_good)
-        .otherwise(F.array(dump_event(j)))
+        .otherwise(F.array(dump_event()))
         .alias("all_events"),
         F.when(q_reason.isNull() & is_trace, t_bad).otherwise(_no_bad()).alias("bad"),
         F.to_date(F.from_utc_timestamp(store_time, day_zone)).alias("own_date"),

@@ -13,32 +13,10 @@ from __future__ import annotations
 
 from rocketmq_retry.jobs import ingest_patterns as P
 from rocketmq_retry.jobs.ingest_screen import sql_str
+from rocketmq_retry.jobs.ingest_sql import epoch_ms, event_struct, nz, when
 
 # Lambda variables are named apart from any column: a column of the same name would be shadowed in the lambda.
 _REC, _IDX, _PARSED = "_trace_rec", "_trace_idx", "_trace_parsed"
-
-
-def nz(x: str) -> str:
-    """'' (what an empty field or regexp_extract's no-match gives) -> null."""
-    return f"CASE WHEN {x} != '' THEN {x} END"
-
-
-def epoch_ms(x: str) -> str:
-    """Epoch milliseconds (string or number) -> timestamp; out-of-range values (before 2000, after 2100) -> null."""
-    ms = f"try_cast({x} AS BIGINT)"
-    return f"CASE WHEN {ms} BETWEEN 946684800000 AND 4102444800000 THEN timestamp_millis({ms}) END"
-
-
-def event_struct(fields: dict[str, str], event_fields: tuple[tuple[str, str], ...]) -> str:
-    """``named_struct`` with every event field in order, cast to its type; missing fields are typed nulls."""
-    unknown = set(fields) - {n for n, _ in event_fields}
-    if unknown:
-        raise ValueError(f"unknown event fields {unknown}")
-    return "named_struct(" + ", ".join(f"'{n}', CAST({fields.get(n, 'NULL')} AS {t})" for n, t in event_fields) + ")"
-
-
-def _when(*branches: tuple[str, str]) -> str:
-    return "CASE " + " ".join(f"WHEN {c} THEN {v}" for c, v in branches) + " END"
 
 
 def trace_events_sql(
@@ -58,45 +36,45 @@ def trace_events_sql(
     n = f"size({fs})"
     kind = f(0)
     pub_ok = f"({kind} = 'Pub' AND {n} BETWEEN 12 AND 15)"
-    pub_success = _when((f"{n} = 13", f(12)), (f"{n} >= 14", f(13)))
+    pub_success = when((f"{n} = 13", f(12)), (f"{n} >= 14", f(13)))
     sb_ok = f"({kind} = 'SubBefore' AND {n} = 8)"
     sa_ok = f"({kind} = 'SubAfter' AND {n} IN (7, 9))"
     codes = "array(" + ", ".join(sql_str(c) for c in P.CONTEXT_CODES) + ")"
     code_name = f"try_element_at({codes}, try_cast({f(6)} AS INT) + 1)"
-    sa_time = f"coalesce({_when((f'{n} = 9', epoch_ms(f(7))))}, {fallback_time})"
-    time = _when((f"{pub_ok} OR {sb_ok}", epoch_ms(f(1))), (sa_ok, sa_time))
-    msg_id = _when((f"{pub_ok} OR {sb_ok}", f(5)), (sa_ok, f(2)))
-    event_type = _when(
+    sa_time = f"coalesce({when((f'{n} = 9', epoch_ms(f(7))))}, {fallback_time})"
+    time = when((f"{pub_ok} OR {sb_ok}", epoch_ms(f(1))), (sa_ok, sa_time))
+    msg_id = when((f"{pub_ok} OR {sb_ok}", f(5)), (sa_ok, f(2)))
+    event_type = when(
         (pub_ok, f"CASE WHEN {pub_success} = 'true' THEN 'PUBLISHED' ELSE 'PUBLISH_FAILED' END"),
         (sb_ok, "'DELIVERED'"),
         (sa_ok, f"CASE WHEN {f(4)} = 'true' THEN 'CONSUME_OK' ELSE 'CONSUME_FAILED' END"),
     )
-    request_id = _when((sb_ok, f(4)), (sa_ok, f(1)))
+    request_id = when((sb_ok, f(4)), (sa_ok, f(1)))
     event = event_struct(
         {
             "rec": _IDX,
             "source": source_name,
             "event_time": time,
             "event_type": event_type,
-            "consumer_group": _when((sb_ok, f(3)), (sa_ok, f(8))),
-            "producer_group": _when((pub_ok, f(3))),
+            "consumer_group": when((sb_ok, f(3)), (sa_ok, f(8))),
+            "producer_group": when((pub_ok, f(3))),
             "msg_id": msg_id,
-            "offset_msg_id": _when((f"{pub_ok} AND {n} >= 14", f(12))),
-            "topic": _when((pub_ok, f(4))),
-            "original_topic": _when((pub_ok, f(4))),
-            "reconsume_times": _when((sb_ok, f"try_cast({f(6)} AS INT)")),
-            "keys": _when((pub_ok, f(7)), (sb_ok, f(7)), (sa_ok, f(5))),
-            "tags": _when((pub_ok, f(6))),
-            "status_code": _when((sa_ok, f"coalesce({code_name}, {f(6)})"), (pub_ok, pub_success)),
-            "cost_ms": _when((pub_ok, f"try_cast({f(10)} AS BIGINT)"), (sa_ok, f"try_cast({f(3)} AS BIGINT)")),
-            "broker": _when((pub_ok, f(8))),
-            "client_host": _when((f"{pub_ok} AND {n} >= 15", f(14))),
+            "offset_msg_id": when((f"{pub_ok} AND {n} >= 14", f(12))),
+            "topic": when((pub_ok, f(4))),
+            "original_topic": when((pub_ok, f(4))),
+            "reconsume_times": when((sb_ok, f"try_cast({f(6)} AS INT)")),
+            "keys": when((pub_ok, f(7)), (sb_ok, f(7)), (sa_ok, f(5))),
+            "tags": when((pub_ok, f(6))),
+            "status_code": when((sa_ok, f"coalesce({code_name}, {f(6)})"), (pub_ok, pub_success)),
+            "cost_ms": when((pub_ok, f"try_cast({f(10)} AS BIGINT)"), (sa_ok, f"try_cast({f(3)} AS BIGINT)")),
+            "broker": when((pub_ok, f(8))),
+            "client_host": when((f"{pub_ok} AND {n} >= 15", f(14))),
             "detail": f"CASE WHEN {request_id} IS NOT NULL THEN concat('requestId=', {request_id}) END",
         },
         event_fields,
     )
     known_skip = f"({kind} IN ('EndTransaction', 'Recall'))"
-    reason = _when(
+    reason = when(
         (known_skip, "NULL"),
         (
             f"NOT ({pub_ok} OR {sb_ok} OR {sa_ok})",
