@@ -23,8 +23,9 @@ from pyspark.sql import functions as F
 
 from rocketmq_retry.jobs import ingest_patterns as P
 from rocketmq_retry.jobs.ingest_dump import dump_event_sql
-from rocketmq_retry.jobs.ingest_screen import screen_log_lines, settle_candidates, sql_str
-from rocketmq_retry.jobs.ingest_trace import epoch_ms, trace_events_sql
+from rocketmq_retry.jobs.ingest_screen import screen_log_lines, settle_candidates
+from rocketmq_retry.jobs.ingest_sql import epoch_ms, sql_str
+from rocketmq_retry.jobs.ingest_trace import trace_events_sql
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -183,12 +184,6 @@ def _no_bad() -> Column:
 
 def _cap(c: Column) -> Column:
     return F.substring(c, 1, P.RAW_CAP)
-
-
-def _epoch_ms(c: Column) -> Column:
-    """Epoch milliseconds (string or number) -> timestamp; out-of-range values (before 2000, after 2100) -> null."""
-    ms = c.try_cast("long")
-    return F.when(ms.between(946_684_800_000, 4_102_444_800_000), F.timestamp_millis(ms))
 
 
 def decode_body_bytes(byte_list: Column) -> Column:
@@ -570,7 +565,7 @@ def classify_dump_lines(lines: DataFrame, ds: str, day_zone: str = "UTC") -> Dat
     j = F.col("j")
     topic = F.coalesce(_nz(j["topic"]), _nz(j["dumpTopic"]))
     df = df.withColumn("topic_", topic)
-    store_time = _epoch_ms(j["storeTimestamp"])
+    store_time = F.expr(epoch_ms("j.storeTimestamp"))
     is_trace = F.coalesce(topic.rlike(TRACE_TOPICS_RX), F.lit(False))
     t_good, t_bad = trace_events("coalesce(j.body, '')", epoch_ms("j.storeTimestamp"), "'trace'")
     q_reason = (

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from rocketmq_retry.errors import InputError, UserError
-from rocketmq_retry.jobs.ingest_screen import sql_str
+from rocketmq_retry.jobs.ingest_sql import sql_str
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession

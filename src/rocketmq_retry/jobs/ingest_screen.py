@@ -17,6 +17,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from rocketmq_retry.jobs import ingest_patterns as P
+from rocketmq_retry.jobs.ingest_sql import sql_in, sql_str
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -54,15 +55,6 @@ RX_SPRING = P.SPRING_HEAD.removesuffix("\\s*:\\s(.*)$") + "\\s*$"
 # the kind of an ignored head line: "logger level" (the file's name when the layout has no logger)
 LOGGER_LEVEL_KIND = "concat_ws(' ', coalesce(logger, substring_index(source_file, '/', -1)), coalesce(level, '-'))"
 STATS_TAG = r"^\[([A-Z0-9_]+)\] \["
-
-
-def sql_str(s: str) -> str:
-    """A Spark SQL string literal (the parser unescapes backslashes, so regexes keep theirs doubled)."""
-    return "'" + s.replace("\\", "\\\\").replace("'", "\\'") + "'"
-
-
-def sql_in(values: tuple[str, ...] | list[str]) -> str:
-    return "(" + ", ".join(sql_str(v) for v in values) + ")"
 
 
 def _statement_sql() -> tuple[str, str, str, str]:

@@ -1,10 +1,19 @@
-"""Small builders of Spark SQL text shared by the record parsers (``ingest_trace``, ``ingest_dump``).
+"""Small builders of Spark SQL text shared by the ingest modules (screen, record parsers, file catalog).
 
 An expression handed to Spark as text costs one py4j call; built with the Column API it costs one or more per
 node (thousands for a record parser), which a cold JVM pays at ~0.2 ms each before any job runs.
 """
 
 from __future__ import annotations
+
+
+def sql_str(s: str) -> str:
+    """A Spark SQL string literal (the parser unescapes backslashes, so regexes keep theirs doubled)."""
+    return "'" + s.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+def sql_in(values: tuple[str, ...] | list[str]) -> str:
+    return "(" + ", ".join(sql_str(v) for v in values) + ")"
 
 
 def nz(x: str) -> str:

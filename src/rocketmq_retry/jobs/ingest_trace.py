@@ -12,8 +12,7 @@ elimination, so a split inside the per-record lambda would run again for every f
 from __future__ import annotations
 
 from rocketmq_retry.jobs import ingest_patterns as P
-from rocketmq_retry.jobs.ingest_screen import sql_str
-from rocketmq_retry.jobs.ingest_sql import epoch_ms, event_struct, nz, when
+from rocketmq_retry.jobs.ingest_sql import epoch_ms, event_struct, nz, sql_str, when
 
 # Lambda variables are named apart from any column: a column of the same name would be shadowed in the lambda.
 _REC, _IDX, _PARSED = "_trace_rec", "_trace_idx", "_trace_parsed"
