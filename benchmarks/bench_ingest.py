@@ -9,13 +9,20 @@ time zones, statement table (generated from ``jobs.ingest_patterns``), continuat
 record split and dump JSON, written to Parquet. It prints a table with lines/s and the Spark/DuckDB ratio for
 the first Spark run of each size and for the best repeat (``--repeat``, default 2). Not a test: numbers depend
 on the machine.
+
+It also measures Spark's own floor on the same files, in a new JVM as a daily ``spark-submit`` has (``--no-floor``
+skips it): read every line with the job's read settings, cut and parse each head line's timestamp, and count the
+lines per file and date. Every ingest run does at least that much, so the floor is the least time any Spark ingest
+of those files can take on this machine; the gap to it is what the job's own work costs.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import pathlib
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -161,6 +168,46 @@ def duckdb_ingest(files: list, ds: str, zone: str, out: pathlib.Path) -> dict[st
     return counts
 
 
+def spark_floor(spark, files: list) -> float:  # type: ignore[no-untyped-def,type-arg]
+    """Seconds for the least any ingest of ``files`` does: every line read as the job reads it (``read_lines``: one
+    partition per file, numbered), its head timestamp cut and parsed, lines counted per file and date on the
+    driver."""
+    from pyspark.sql import functions as F
+
+    from rocketmq_retry.jobs.ingest_read import read_lines
+
+    t0 = time.monotonic()
+    head = F.col("line").substr(1, 23)
+    ts = F.when(head.rlike(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d"), F.translate(head, ",", ".").try_cast("timestamp"))
+    read_lines(spark, files).groupBy("source_file", F.to_date(ts)).agg(F.max("line_no")).collect()
+    return time.monotonic() - t0
+
+
+def floor_child(args: argparse.Namespace) -> int:
+    """``--floor-child LANDING``: the floor runs in this new process's JVM; prints their seconds as JSON."""
+    from rocketmq_retry.config import load_config
+    from rocketmq_retry.jobs.ingest_read import resolve_files
+    from rocketmq_retry.jobs.spark_session import build_spark_session
+
+    files, _ = resolve_files(load_config(args.config), args.floor_child, args.date)
+    spark = build_spark_session(
+        "bench-floor", master="local[2]", driver_memory=args.driver_memory, shuffle_partitions=args.shuffle_partitions
+    )
+    runs = [spark_floor(spark, files) for _ in range(max(2, args.repeat))]
+    print(json.dumps({"runs": runs}))
+    return 0
+
+
+def floor_in_new_jvm(landing: pathlib.Path, args: argparse.Namespace) -> list[float]:
+    cmd = [sys.executable, __file__, "--floor-child", str(landing), "--date", args.date, "--config", args.config]
+    cmd += ["--driver-memory", args.driver_memory, "--shuffle-partitions", str(args.shuffle_partitions)]
+    cmd += ["--repeat", str(args.repeat)]
+    done = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise RuntimeError(f"floor run failed (exit {done.returncode}): {done.stderr[-2000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])["runs"]
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--lines", type=int, action="append", help="simulated lines (repeatable)")
@@ -176,7 +223,11 @@ def main(argv: list[str] | None = None) -> int:
         help="Spark runs per size: the first is timed in the table, the best later one as 'again' (JIT and "
         "generated code already warm, as in a long-lived session)",
     )
+    p.add_argument("--no-floor", action="store_true", help="skip Spark's floor on the same files (new JVM)")
+    p.add_argument("--floor-child", metavar="LANDING", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
+    if args.floor_child:
+        return floor_child(args)
     sizes = args.lines or [1_000_000, 10_000_000]
 
     from rocketmq_retry.config import load_config
@@ -190,6 +241,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     work = pathlib.Path(args.workdir or tempfile.mkdtemp(prefix="bench-ingest-"))
     rows = []
+    floors: list[tuple[float, float]] = []
     for size in sizes:
         landing = work / f"landing-{size}"
         total = simulate(landing, size, args.date, args.config)
@@ -203,6 +255,7 @@ def main(argv: list[str] | None = None) -> int:
             runs.append(time.monotonic() - t0)
         spark_s = runs[0]
         files, _ = resolve_files(config, landing, args.date)
+        floor = [float("nan")] * 2 if args.no_floor else floor_in_new_jvm(landing, args)
         dd_out = work / f"duckdb-{size}"
         shutil.rmtree(dd_out, ignore_errors=True)
         dd_out.mkdir(parents=True)
@@ -214,8 +267,10 @@ def main(argv: list[str] | None = None) -> int:
         rows.append(
             (size, lines_read, spark_s, lines_read / spark_s, duck_s, counts["lines"] / duck_s, spark_s / duck_s, again)
         )
+        floors.append((floor[0], min(floor[1:])))
         print(
             f"size {size}: {lines_read} lines, spark {' / '.join(f'{r:.1f}' for r in runs)} s, duckdb {duck_s:.1f} s, "
+            f"spark floor (new JVM) {' / '.join(f'{r:.1f}' for r in floor)} s, "
             f"duckdb categories {counts}",
             file=sys.stderr,
             flush=True,
@@ -226,13 +281,17 @@ def main(argv: list[str] | None = None) -> int:
     )
     print(
         f"{'target':>10} {'lines':>10} {'spark s':>8} {'spark l/s':>10} {'duckdb s':>9} {'duckdb l/s':>11} {'ratio':>6}"
-        f" {'again s':>8} {'again l/s':>10} {'ratio':>6}"
+        f" {'again s':>8} {'again l/s':>10} {'ratio':>6} {'floor s':>8} {'floor again':>12} {'150k/s needs':>13}"
     )
-    for size, n, ss, sl, ds_, dl, ratio, again in rows:
+    for (size, n, ss, sl, ds_, dl, ratio, again), (fl, fl_again) in zip(rows, floors, strict=True):
         print(
             f"{size:>10} {n:>10} {ss:>8.1f} {sl:>10.0f} {ds_:>9.1f} {dl:>11.0f} {ratio:>6.1f}"
-            f" {again:>8.1f} {n / again:>10.0f} {again / ds_:>6.1f}"
+            f" {again:>8.1f} {n / again:>10.0f} {again / ds_:>6.1f} {fl:>8.1f} {fl_again:>12.1f} {n / 150_000:>12.1f}s"
         )
+    print(
+        "floor: Spark reading every line, parsing its head timestamp and counting per file and date, in a new JVM "
+        "(first) and again in it; no ingest of these files in Spark can be faster than the floor"
+    )
     return 0
 
 
