@@ -25,7 +25,7 @@ from rocketmq_retry.jobs import ingest_patterns as P
 from rocketmq_retry.jobs.ingest_dump import dump_event_sql
 from rocketmq_retry.jobs.ingest_screen import screen_log_lines, settle_candidates
 from rocketmq_retry.jobs.ingest_sql import epoch_ms, sql_str
-from rocketmq_retry.jobs.ingest_trace import trace_events_sql
+from rocketmq_retry.jobs.ingest_trace import trace_bad_sql, trace_good_sql, trace_records_sql
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -459,11 +459,16 @@ def _date_log_lines(pre: DataFrame, ds: str, day_zone: str) -> DataFrame:
 # ----------------------------------------------------------------------------------------------------- trace
 
 
-def trace_events(body: str, fallback_time: str, source_name: str) -> tuple[Column, Column]:
-    """Events and bad records of one trace payload (§7.2), from SQL text over the line's columns (see
-    ``ingest_trace``)."""
-    good, bad = trace_events_sql(body, fallback_time, source_name, EVENT_FIELDS)
-    return F.expr(good), F.expr(bad)
+def trace_records(body: str, fallback_time: str, source_name: str) -> Column:
+    """Every record of one trace payload (§7.2) parsed, from SQL text over the line's columns (see
+    ``ingest_trace``); ``trace_events`` splits it into events and bad records."""
+    return F.expr(trace_records_sql(body, fallback_time, source_name, EVENT_FIELDS))
+
+
+def trace_events(records: str) -> tuple[Column, Column]:
+    """(events, bad records) of a column of ``trace_records``. Read it from a column of its own: each of the two
+    would otherwise parse the payload again."""
+    return F.expr(trace_good_sql(records)), F.expr(trace_bad_sql(records))
 
 
 def _finish_record_lines(df: DataFrame, ds: str, day_zone: str) -> DataFrame:
@@ -518,7 +523,8 @@ def classify_trace_lines(lines: DataFrame, ds: str, day_zone: str = "UTC") -> Da
     line = F.col("line")
     hostile = _hostile(line)
     lines = lines.withColumn("_trace_body", F.when(hostile.isNull(), line).otherwise(F.lit("")))
-    good, bad = trace_events("_trace_body", "CAST(NULL AS TIMESTAMP)", "'trace'")
+    lines = lines.withColumn("_trace_records", trace_records("_trace_body", "CAST(NULL AS TIMESTAMP)", "'trace'"))
+    good, bad = trace_events("_trace_records")
     df = lines.select(
         "source",
         "source_file",
@@ -567,7 +573,6 @@ def classify_dump_lines(lines: DataFrame, ds: str, day_zone: str = "UTC") -> Dat
     df = df.withColumn("topic_", topic)
     store_time = F.expr(epoch_ms("j.storeTimestamp"))
     is_trace = F.coalesce(topic.rlike(TRACE_TOPICS_RX), F.lit(False))
-    t_good, t_bad = trace_events("coalesce(j.body, '')", epoch_ms("j.storeTimestamp"), "'trace'")
     q_reason = (
         F.when(F.col("hostile").isNotNull(), F.col("hostile"))
         .when(F.col("blank"), F.lit(None))
@@ -578,6 +583,11 @@ def classify_dump_lines(lines: DataFrame, ds: str, day_zone: str = "UTC") -> Dat
             F.lit("dump line without a message id"),
         )
     )
+    df = df.select("*", q_reason.alias("q_reason"), is_trace.alias("is_trace"))
+    records = trace_records("coalesce(j.body, '')", epoch_ms("j.storeTimestamp"), "'trace'")
+    df = df.withColumn("_trace_records", F.when(F.col("q_reason").isNull() & F.col("is_trace"), records))
+    t_good, t_bad = trace_events("_trace_records")
+    q_reason, is_trace = F.col("q_reason"), F.col("is_trace")
     df = df.select(
         "source",
         "source_file",
