@@ -11,6 +11,8 @@ elimination, so a split inside the per-record lambda would run again for every f
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from rocketmq_retry.jobs import ingest_patterns as P
 from rocketmq_retry.jobs.ingest_sql import epoch_ms, event_struct, nz, sql_str, when
 
@@ -25,10 +27,11 @@ def trace_records_sql(
     """Every record of one trace payload as ``struct<e, reason, skip, raw>`` (array), SQL over ``body``.
 
     ``e`` is the record's event struct, ``reason`` why it is bad (null when good), ``skip`` a record type that is
-    known and carries no retry evidence. Three passes over the records, each reading the previous one's struct:
-    fields (each array element read once), then record kind and the values both the event and the reason use,
-    then the event. One pass with everything inline evaluated each kind test once per field that depends on it
-    (~350 us a line at 10 M lines); ``fallback_time`` dates a 7-field SubAfter, which has no time of its own.
+    known and carries no retry evidence. The records go through four passes, each reading the struct of the one
+    before: the fields (each array element read once), the record kind (§7.2 field counts), the values that both
+    the event and the reason read, then the event and the reason. With everything inline in one pass, the
+    interpreted lambda evaluated each kind test again for every field that depends on it (~350 us a line at 10 M
+    lines). ``fallback_time`` dates a 7-field SubAfter, which has no time of its own.
     """
     split_records = (
         f"transform(filter(split({body}, {sql_str(P.TRACE_RECORD_SEP)}), {_REC} -> {_REC} != ''), "
@@ -40,83 +43,79 @@ def trace_records_sql(
         f"transform({split_records}, ({_REC}, {_IDX}) -> named_struct('raw', {_REC}.raw, 'rec', {_IDX}, "
         f"'n', size({_REC}.fs), {fields}))"
     )
-
-    def f(i: int) -> str:
-        return f"{_F}.f{i}"
-
-    n = f"{_F}.n"
-    kind = f(0)
-    # pass 2: which record it is (§7.2 field counts) and the values more than one output reads
-    pub_ok = f"({kind} = 'Pub' AND {n} BETWEEN 12 AND 15)"
-    sb_ok = f"({kind} = 'SubBefore' AND {n} = 8)"
-    sa_ok = f"({kind} = 'SubAfter' AND {n} IN (7, 9))"
+    # pass 2: which record it is
+    f, n = _fields(_F)
+    pub_ok = f"({f(0)} = 'Pub' AND {n} BETWEEN 12 AND 15)"
+    sb_ok = f"({f(0)} = 'SubBefore' AND {n} = 8)"
+    sa_ok = f"({f(0)} = 'SubAfter' AND {n} IN (7, 9))"
     pub_success = when((f"{n} = 13", f(12)), (f"{n} >= 14", f(13)))
-    sa_time = f"coalesce({when((f'{n} = 9', epoch_ms(f(7))))}, {fallback_time})"
-    pub, sb, sa = f"{_D}.pub", f"{_D}.sb", f"{_D}.sa"
-    time = when((f"{pub} OR {sb}", epoch_ms(f(1))), (sa, sa_time))
-    msg_id = when((f"{pub} OR {sb}", f(5)), (sa, f(2)))
-    flags = (
+    by_kind = (
         f"transform({by_field}, {_F} -> named_struct('f', {_F}, 'pub', {pub_ok}, 'sb', {sb_ok}, 'sa', {sa_ok}, "
         f"'pub_success', {pub_success}))"
     )
-    derived = (
-        f"transform({flags}, {_D} -> named_struct('d', {_D}, 'time', "
-        f"{time.replace(_F + '.', _D + '.f.')}, 'msg_id', {msg_id.replace(_F + '.', _D + '.f.')}))"
-    )
-    # pass 3: the event and the reason, from pass 2's struct (_D.d holds the flags, _D.d.f the fields)
+    # pass 3: the values both the event and the reason read
+    f, n = _fields(f"{_D}.f")
+    pub, sb, sa = f"{_D}.pub", f"{_D}.sb", f"{_D}.sa"
+    sa_time = f"coalesce({when((f'{n} = 9', epoch_ms(f(7))))}, {fallback_time})"
+    time = when((f"{pub} OR {sb}", epoch_ms(f(1))), (sa, sa_time))
+    msg_id = when((f"{pub} OR {sb}", f(5)), (sa, f(2)))
+    shared = f"transform({by_kind}, {_D} -> named_struct('d', {_D}, 'time', {time}, 'msg_id', {msg_id}))"
+    # pass 4: the event and the reason
     p = _PARSED
-    d, g = f"{p}.d", f"{p}.d.f"
-
-    def g_(i: int) -> str:
-        return f"{g}.f{i}"
-
+    d = f"{p}.d"
+    g, gn = _fields(f"{d}.f")
     pub, sb, sa = f"{d}.pub", f"{d}.sb", f"{d}.sa"
     codes = "array(" + ", ".join(sql_str(c) for c in P.CONTEXT_CODES) + ")"
-    code_name = f"try_element_at({codes}, try_cast({g_(6)} AS INT) + 1)"
+    code_name = f"try_element_at({codes}, try_cast({g(6)} AS INT) + 1)"
     event_type = when(
         (pub, f"CASE WHEN {d}.pub_success = 'true' THEN 'PUBLISHED' ELSE 'PUBLISH_FAILED' END"),
         (sb, "'DELIVERED'"),
-        (sa, f"CASE WHEN {g_(4)} = 'true' THEN 'CONSUME_OK' ELSE 'CONSUME_FAILED' END"),
+        (sa, f"CASE WHEN {g(4)} = 'true' THEN 'CONSUME_OK' ELSE 'CONSUME_FAILED' END"),
     )
-    request_id = when((sb, g_(4)), (sa, g_(1)))
+    request_id = when((sb, g(4)), (sa, g(1)))
     event = event_struct(
         {
-            "rec": f"{g}.rec",
+            "rec": f"{d}.f.rec",
             "source": source_name,
             "event_time": f"{p}.time",
             "event_type": event_type,
-            "consumer_group": when((sb, g_(3)), (sa, g_(8))),
-            "producer_group": when((pub, g_(3))),
+            "consumer_group": when((sb, g(3)), (sa, g(8))),
+            "producer_group": when((pub, g(3))),
             "msg_id": f"{p}.msg_id",
-            "offset_msg_id": when((f"{pub} AND {g}.n >= 14", g_(12))),
-            "topic": when((pub, g_(4))),
-            "original_topic": when((pub, g_(4))),
-            "reconsume_times": when((sb, f"try_cast({g_(6)} AS INT)")),
-            "keys": when((pub, g_(7)), (sb, g_(7)), (sa, g_(5))),
-            "tags": when((pub, g_(6))),
-            "status_code": when((sa, f"coalesce({code_name}, {g_(6)})"), (pub, f"{d}.pub_success")),
-            "cost_ms": when((pub, f"try_cast({g_(10)} AS BIGINT)"), (sa, f"try_cast({g_(3)} AS BIGINT)")),
-            "broker": when((pub, g_(8))),
-            "client_host": when((f"{pub} AND {g}.n >= 15", g_(14))),
+            "offset_msg_id": when((f"{pub} AND {gn} >= 14", g(12))),
+            "topic": when((pub, g(4))),
+            "original_topic": when((pub, g(4))),
+            "reconsume_times": when((sb, f"try_cast({g(6)} AS INT)")),
+            "keys": when((pub, g(7)), (sb, g(7)), (sa, g(5))),
+            "tags": when((pub, g(6))),
+            "status_code": when((sa, f"coalesce({code_name}, {g(6)})"), (pub, f"{d}.pub_success")),
+            "cost_ms": when((pub, f"try_cast({g(10)} AS BIGINT)"), (sa, f"try_cast({g(3)} AS BIGINT)")),
+            "broker": when((pub, g(8))),
+            "client_host": when((f"{pub} AND {gn} >= 15", g(14))),
             "detail": f"CASE WHEN {request_id} IS NOT NULL THEN concat('requestId=', {request_id}) END",
         },
         event_fields,
     )
-    known_skip = f"({g_(0)} IN ('EndTransaction', 'Recall'))"
+    known_skip = f"({g(0)} IN ('EndTransaction', 'Recall'))"
     reason = when(
         (known_skip, "NULL"),
         (
             f"NOT ({pub} OR {sb} OR {sa})",
-            f"concat('unknown trace record type or field count: ', coalesce({g_(0)}, ''), ' with ', "
-            f"CAST({g}.n AS STRING), ' fields')",
+            f"concat('unknown trace record type or field count: ', coalesce({g(0)}, ''), ' with ', "
+            f"CAST({gn} AS STRING), ' fields')",
         ),
         (f"{p}.time IS NULL", "'trace record without a valid timestamp'"),
         (f"{p}.msg_id IS NULL", "'trace record without msgId'"),
     )
     return (
-        f"transform({derived}, {p} -> named_struct('e', {event}, 'reason', {reason}, 'skip', {known_skip}, "
-        f"'raw', {g}.raw))"
+        f"transform({shared}, {p} -> named_struct('e', {event}, 'reason', {reason}, 'skip', {known_skip}, "
+        f"'raw', {d}.f.raw))"
     )
+
+
+def _fields(record: str) -> tuple[Callable[[int], str], str]:
+    """(field i of pass 1's struct at ``record``, its field count)."""
+    return (lambda i: f"{record}.f{i}"), f"{record}.n"
 
 
 def trace_good_sql(records: str) -> str:
