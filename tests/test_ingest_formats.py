@@ -495,6 +495,68 @@ def test_trace_records_split(parsed: dict[str, list[Row]]) -> None:
     assert _cat(parsed, "t.trace") == [(1, "event"), (2, "quarantined"), (3, "ignored")]
 
 
+def test_trace_record_branches(spark: Any) -> None:
+    """Every branch of the record parser (§7.2): Pub of 13/14/15 fields, skipped types, each bad-record reason."""
+    from rocketmq_retry.jobs import ingest_parse as parse
+
+    def pub(*tail: str) -> str:
+        head = ["Pub", "1795303505730", "R", "PID_p", "T", "M1", "tg", "K1", "b:10911", "53", "7", "0"]
+        return P.join(head + list(tail))
+
+    before = P.join([K, "1795303506049", "null", "GID_g", "REQ1", "M1", "2", "K1"])
+    records = [
+        # line 1: 13 fields (success flag at 13), 14 (offset id, then the flag), 15 (and clientHost); a skipped
+        # EndTransaction record between them
+        pub("false") + S + pub("OFF1", "true") + S + P.join(["EndTransaction", "x"]) + S + pub("OFF2", "true", "h:1"),
+        # line 2: good SubBefore, then one bad record of each kind
+        before
+        + S
+        + P.join(["Pub", "not-ms", "R", "PID_p", "T", "M2", "tg", "K", "b", "1", "2", "0"])
+        + S
+        + P.join([K, "1795303506049", "null", "GID_g", "REQ2", "", "0", "K"])
+        + S
+        + P.join(["", "1795303506049", "null", "GID_g", "REQ3", "M3", "0", "K"])
+        + S
+        + P.join(["SubBefore", "1"])
+        + S,
+        # line 3: nothing but a skipped record
+        P.join(["Recall", "1795303506049"]) + S,
+    ]
+    lines = spark.createDataFrame(
+        [("trace", "b.trace", i + 1, r, "UTC", None) for i, r in enumerate(records)],
+        "source string, source_file string, line_no long, line string, tz string, group_hint string",
+    )
+    classified = parse.classify_trace_lines(lines, DS, "UTC")
+    cols = ("line_no", "event_type", "msg_id", "offset_msg_id", "status_code", "client_host", "reconsume_times")
+    assertDataFrameEqual(
+        parse.events_of(classified).select(*cols),
+        [
+            Row(line_no=1, event_type="PUBLISH_FAILED", msg_id="M1", offset_msg_id=None, status_code="false",
+                client_host=None, reconsume_times=None),
+            Row(line_no=1, event_type="PUBLISHED", msg_id="M1", offset_msg_id="OFF1", status_code="true",
+                client_host=None, reconsume_times=None),
+            Row(line_no=1, event_type="PUBLISHED", msg_id="M1", offset_msg_id="OFF2", status_code="true",
+                client_host="h:1", reconsume_times=None),
+            Row(line_no=2, event_type="DELIVERED", msg_id="M1", offset_msg_id=None, status_code=None,
+                client_host=None, reconsume_times=2),
+        ],
+    )  # fmt: skip
+    assertDataFrameEqual(
+        parse.quarantine_of(classified).select("line_no", "reason"),
+        [
+            Row(line_no=2, reason="trace record #1: trace record without a valid timestamp"),
+            Row(line_no=2, reason="trace record #2: trace record without msgId"),
+            Row(line_no=2, reason="trace record #3: unknown trace record type or field count:  with 8 fields"),
+            Row(line_no=2, reason="trace record #4: unknown trace record type or field count: SubBefore with 2 fields"),
+        ],
+    )
+    assert [(r.line_no, r.category, r.kind) for r in classified.orderBy("line_no").collect()] == [
+        (1, "event", None),
+        (2, "event", None),
+        (3, "ignored", "no event records"),
+    ]
+
+
 def test_message_dumps(parsed: dict[str, list[Row]]) -> None:
     cols = (
         "line_no",

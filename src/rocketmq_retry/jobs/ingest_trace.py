@@ -45,9 +45,10 @@ def trace_records_sql(
     )
     # pass 2: which record it is
     f, n = _fields(_F)
-    pub_ok = f"({f(0)} = 'Pub' AND {n} BETWEEN 12 AND 15)"
-    sb_ok = f"({f(0)} = 'SubBefore' AND {n} = 8)"
-    sa_ok = f"({f(0)} = 'SubAfter' AND {n} IN (7, 9))"
+    # false, not null, for an empty type field: such a record is of an unknown type, not one without a time
+    pub_ok = f"coalesce({f(0)} = 'Pub' AND {n} BETWEEN 12 AND 15, false)"
+    sb_ok = f"coalesce({f(0)} = 'SubBefore' AND {n} = 8, false)"
+    sa_ok = f"coalesce({f(0)} = 'SubAfter' AND {n} IN (7, 9), false)"
     pub_success = when((f"{n} = 13", f(12)), (f"{n} >= 14", f(13)))
     by_kind = (
         f"transform({by_field}, {_F} -> named_struct('f', {_F}, 'pub', {pub_ok}, 'sb', {sb_ok}, 'sa', {sa_ok}, "
@@ -96,7 +97,7 @@ def trace_records_sql(
         },
         event_fields,
     )
-    known_skip = f"({g(0)} IN ('EndTransaction', 'Recall'))"
+    known_skip = f"coalesce({g(0)} IN ('EndTransaction', 'Recall'), false)"
     reason = when(
         (known_skip, "NULL"),
         (
