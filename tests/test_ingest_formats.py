@@ -557,6 +557,49 @@ def test_trace_record_branches(spark: Any) -> None:
     ]
 
 
+def test_utc_day_range() -> None:
+    from rocketmq_retry.jobs.ingest_parse import utc_day_range
+
+    assert utc_day_range("2026-11-20", "Asia/Shanghai") == (1795104000000, 1795104000000 + 86_400_000)
+    assert utc_day_range("2026-11-21", "Europe/Berlin") == (1795215600000, 1795215600000 + 86_400_000)
+    # a DST switch on the day (a 23-hour day) or the day after, and zones outside the tz database: no range
+    assert utc_day_range("2026-03-29", "Europe/Berlin") is None
+    assert utc_day_range("2026-03-28", "Europe/Berlin") is None
+    assert utc_day_range("2026-11-20", "+08:00") is None
+
+
+@pytest.mark.parametrize(
+    ("ds", "lines", "expected"),
+    [
+        # Berlin is UTC+1 on 2026-11-21, broker lines GMT+8: the day runs from 07:00 to 07:00 broker time
+        (
+            "2026-11-21",
+            ["2026-11-21 06:59:59", "2026-11-21 07:00:00", "2026-11-22 06:59:59", "2026-11-22 07:00:00"],
+            ["other_date", "ignored", "ignored", "other_date"],
+        ),
+        # 2026-03-29 has 23 hours in Berlin (CET -> CEST): the day ends at 06:00 broker time, not 07:00
+        (
+            "2026-03-29",
+            ["2026-03-29 06:59:59", "2026-03-29 07:00:00", "2026-03-30 05:59:59", "2026-03-30 06:00:00"],
+            ["other_date", "ignored", "ignored", "other_date"],
+        ),
+    ],
+)
+def test_noise_lines_dated_in_the_days_zone(spark: Any, ds: str, lines: list[str], expected: list[str]) -> None:
+    from rocketmq_retry.jobs import ingest_parse as parse
+
+    rows = [
+        ("broker", "b.log", i + 1, f"{ts} INFO main - rocketmqHome=/opt", "Etc/GMT-8", None)
+        for i, ts in enumerate(lines)
+    ]
+    df = spark.createDataFrame(
+        rows, "source string, source_file string, line_no long, line string, tz string, group_hint string"
+    )
+    quiet, _ = parse.log_parts(df, ds, "Europe/Berlin", ("Etc/GMT-8",))
+    got = [(r.category, r.kind) for r in quiet.orderBy("line_no").collect()]
+    assert got == [(c, "b.log INFO" if c == "ignored" else None) for c in expected]
+
+
 def test_message_dumps(parsed: dict[str, list[Row]]) -> None:
     cols = (
         "line_no",
