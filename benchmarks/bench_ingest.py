@@ -196,10 +196,11 @@ def child(args: argparse.Namespace) -> int:
     spark = build_spark_session(
         f"bench-{what}", master="local[2]", driver_memory=args.driver_memory, shuffle_partitions=args.shuffle_partitions
     )
+    files, _ = resolve_files(config, landing, args.date)
     runs, lines_read = [], 0
     for _ in range(args.repeat):
         if what == "floor":
-            runs.append(spark_floor(spark, resolve_files(config, landing, args.date)[0]))
+            runs.append(spark_floor(spark, files))
             continue
         shutil.rmtree(args.warehouse, ignore_errors=True)
         t0 = time.monotonic()

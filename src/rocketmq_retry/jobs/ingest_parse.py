@@ -28,6 +28,7 @@ from rocketmq_retry.jobs.ingest_dump import dump_event_sql
 from rocketmq_retry.jobs.ingest_screen import screen_log_lines, settle_candidates
 from rocketmq_retry.jobs.ingest_sql import epoch_ms, sql_str
 from rocketmq_retry.jobs.ingest_trace import trace_bad_sql, trace_good_sql, trace_records_sql
+from rocketmq_retry.logformats import timefmt
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -389,13 +390,7 @@ def utc_day_range(ds: str, day_zone: str) -> tuple[int, int] | None:
         return None
     midnight = dt.datetime.combine(day, dt.time())
     offsets = {(midnight + dt.timedelta(hours=h)).replace(tzinfo=zone).utcoffset() for h in range(-24, 49)}
-    if len(offsets) != 1:
-        return None
-    (offset,) = offsets
-    assert offset is not None
-    start = (midnight - offset).replace(tzinfo=dt.UTC)
-    start_ms = int(start.timestamp() * 1000)
-    return start_ms, start_ms + 86_400_000
+    return timefmt.day_bounds_ms(day, day_zone) if len(offsets) == 1 else None
 
 
 def _date_log_lines(pre: DataFrame, ds: str, day_zone: str) -> DataFrame:
