@@ -106,6 +106,11 @@ class GroupConfig(_Strict):
     retry_policy: Annotated[CustomizedRetryPolicyConfig | ExponentialRetryPolicyConfig, Field(discriminator="type")] = (
         CustomizedRetryPolicyConfig()
     )
+    topics: list[str] = Field(
+        default_factory=list,
+        description="Topics the group subscribes to (optional). A gRPC line that names no group is attributed to "
+        "the one gRPC group listing its topic.",
+    )
 
 
 class SourceConfig(_Strict):
@@ -113,6 +118,12 @@ class SourceConfig(_Strict):
     path: str = Field(description="Glob under --landing; {ds} is replaced by the date (YYYY-MM-DD).")
     timezone: str | None = Field(None, description="Zone of the file's timestamps when its format does not fix one.")
     consumer_group: str | None = Field(None, description="Group for lines that do not name theirs.")
+    instance_depth: int = Field(
+        1,
+        ge=0,
+        description="How many leading folders of a file's path under --landing name its application instance "
+        "(host): the files of one instance share what their start-up and client-log lines say about groups.",
+    )
 
     _zone = field_validator("timezone")(lambda cls, v: None if v is None else _check_zone(v))
 
@@ -180,6 +191,15 @@ class CompensationConfig(_Strict):
         return self
 
 
+class AttributionConfig(_Strict):
+    lookback_days: int = Field(
+        14,
+        ge=0,
+        description="Days of earlier bindings (running-container and client-log lines) that still map a day's "
+        "lines to their group: an application that started this many days ago is still recognised.",
+    )
+
+
 class SparkConfig(_Strict):
     master: str = Field("local[*]", description="Used when a job runs outside spark-submit.")
     driver_memory: str = "1g"
@@ -192,6 +212,7 @@ class Config(_Strict):
     brokers: dict[str, BrokerConfig] = Field(default_factory=lambda: {"default": BrokerConfig()})
     groups: dict[str, GroupConfig] = Field(default_factory=dict)
     sources: list[SourceConfig] = Field(default_factory=list)
+    attribution: AttributionConfig = AttributionConfig()
     compensation: CompensationConfig = CompensationConfig()
     spark: SparkConfig = SparkConfig()
     # Sections owned by the Airflow and validation layers; parse_config validates them with those layers' models
