@@ -31,6 +31,15 @@ def write_config(tmp_path: pathlib.Path, text: str) -> str:
     return str(path)
 
 
+def final_without_settings(record: dict[str, object]) -> dict[str, object]:
+    return {key: value for key, value in record.items() if key != "settings"}
+
+
+def table_start(lines: list[str]) -> int:
+    """Index of the table's header row (the settings block above it varies by consumer kind)."""
+    return next(i for i, line in enumerate(lines) if line.split()[:2] == ["hop", "reconsume_times"])
+
+
 def test_schedule_json_default_group_is_the_reference_table(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, err = run_cli(capsys, "schedule", "--group", "any", "--format", "json")
     assert (code, err) == (0, "")
@@ -52,20 +61,55 @@ def test_schedule_json_default_group_is_the_reference_table(capsys: pytest.Captu
         )
     assert retries == expected
     assert retries[-1]["cumulative_ms"] == ((4 * 60 + 45) * 60 + 40) * 1000  # 4h45m40s
-    assert final == {"final": "DEAD_LETTERED", "topic": "%DLQ%any", "deliveries": 17}
+    assert final_without_settings(final) == {"final": "DEAD_LETTERED", "topic": "%DLQ%any", "deliveries": 17}
+    assert final["settings"] == {
+        "group": "any",
+        "broker_version": "4.9.4",
+        "client_version": "4.9.4",
+        "protocol": "remoting",
+        "consume_mode": "concurrently",
+        "message_model": "clustering",
+        "message_delay_level": "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h",
+        "max_delay_level": 18,
+        "max_reconsume_times": -1,
+        "effective_max_reconsume_times": 16,
+        "retry_max_times": 16,
+        "delay_level_when_next_consume": 0,
+        "retry_queue_nums": 1,
+        "suspend_current_queue_time_millis": 1000,
+        "consume_timeout_minutes": 15,
+        "pop_invisible_time_ms": 60000,
+        "invisible_duration_ms": 15000,
+        "enable_retry_topic_v2": False,
+        "retry_policy": {"type": "customized", "next_ms": None},
+    }
 
 
 def test_schedule_table_is_for_people(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = run_cli(capsys, "schedule", "--group", "any")
     assert code == 0
     lines = out.splitlines()
-    assert lines[2].split() == ["hop", "reconsume_times", "delay_level", "delay", "cumulative", "topic"]
-    assert lines[3].split() == ["1", "0", "3", "10s", "10s", "SCHEDULE_TOPIC_XXXX", "q2", "->", "%RETRY%any"]
-    assert lines[18].split()[:5] == ["16", "15", "18", "2h", "4h45m40s"]
+    assert lines[:10] == [
+        "Expected path for consumer group 'any'",
+        "  broker_version                 4.9.4 (4.x rules)",
+        "  client_version                 4.9.4",
+        "  consumer                       remoting, concurrently, clustering",
+        '  message_delay_level            "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h" (18 levels)',
+        "  max_reconsume_times            -1 (16 in effect)",
+        "  delay_level_when_next_consume  0 (the broker picks level 3 + reconsume_times)",
+        "  retry_queue_nums               1",
+        "  consume_timeout_minutes        15",
+        "",
+    ]
+    head = table_start(lines)
+    assert head == 10
+    assert lines[head].split() == ["hop", "reconsume_times", "delay_level", "delay", "cumulative", "topic"]
+    assert lines[head + 1].split() == ["1", "0", "3", "10s", "10s", "SCHEDULE_TOPIC_XXXX", "q2", "->", "%RETRY%any"]
+    assert lines[head + 16].split()[:5] == ["16", "15", "18", "2h", "4h45m40s"]
     assert lines[-1] == "final: DEAD_LETTERED in %DLQ%any after 17 deliveries, 4h45m40s of retry delays"
     # Columns are aligned: every row's "delay" cell ends where the header's does.
-    end = lines[2].index("delay ") + len("delay")
-    assert all(row[end - 1] != " " for row in lines[3:19])
+    end = lines[head].index("delay ") + len("delay")
+    assert all(row[end - 1] != " " for row in lines[head + 1 : head + 17])
 
 
 def test_schedule_clamps_levels_above_the_table(capsys: pytest.CaptureFixture[str], tmp_path: pathlib.Path) -> None:
@@ -83,9 +127,10 @@ def test_schedule_clamps_levels_above_the_table(capsys: pytest.CaptureFixture[st
         (3, 3, 3000, 12000),
         (4, 3, 3000, 15000),
     ]
-    assert records[-1] == {"final": "DEAD_LETTERED", "topic": "%DLQ%GID_fast", "deliveries": 6}
+    assert final_without_settings(records[-1]) == {"final": "DEAD_LETTERED", "topic": "%DLQ%GID_fast", "deliveries": 6}
     code, table, _ = run_cli(capsys, "schedule", "--group", "GID_fast", "--config", cfg)
-    assert "3 (asked 7)" in table.splitlines()[7]
+    lines = table.splitlines()
+    assert "3 (asked 7)" in lines[table_start(lines) + 5]
     assert "final: DEAD_LETTERED in %DLQ%GID_fast after 6 deliveries, 15s of retry delays" in table
 
 
@@ -99,7 +144,7 @@ def test_schedule_orderly_default_retries_forever(capsys: pytest.CaptureFixture[
         (2, None, 1000),
         (3, None, 1000),
     ]
-    assert records[-1] == {"final": "RETRYING_FOREVER", "topic": "<topic>", "deliveries": 3}
+    assert final_without_settings(records[-1]) == {"final": "RETRYING_FOREVER", "topic": "<topic>", "deliveries": 3}
 
 
 def test_schedule_limit_does_not_invent_forever(capsys: pytest.CaptureFixture[str], tmp_path: pathlib.Path) -> None:
@@ -111,14 +156,140 @@ def test_schedule_limit_does_not_invent_forever(capsys: pytest.CaptureFixture[st
     records = [json.loads(line) for line in out.splitlines()]
     assert code == 0
     assert len(records) == 2
-    assert records[-1] == {"final": "DEAD_LETTERED", "topic": "%DLQ%g", "deliveries": 4}
+    assert final_without_settings(records[-1]) == {"final": "DEAD_LETTERED", "topic": "%DLQ%g", "deliveries": 4}
 
 
 def test_schedule_broadcasting_never_retries(capsys: pytest.CaptureFixture[str], tmp_path: pathlib.Path) -> None:
     cfg = write_config(tmp_path, "groups:\n  bc: {message_model: broadcasting}\n")
     code, out, _ = run_cli(capsys, "schedule", "--group", "bc", "--config", cfg, "--format", "json")
     assert code == 0
-    assert [json.loads(line) for line in out.splitlines()] == [{"final": "DROPPED", "topic": None, "deliveries": 1}]
+    records = [json.loads(line) for line in out.splitlines()]
+    assert [final_without_settings(r) for r in records] == [{"final": "DROPPED", "topic": None, "deliveries": 1}]
+
+
+COUPON_CONFIG = """\
+brokers:
+  default: {version: "4.9.4", message_delay_level: "1s 5s 10s"}
+groups:
+  GID_coupon_audit: {max_reconsume_times: 3, delay_level_when_next_consume: 2}
+  GID_refund_validator: {max_reconsume_times: 3, delay_level_when_next_consume: -1}
+"""
+
+
+def test_schedule_group_delay_level_2_table(capsys: pytest.CaptureFixture[str], tmp_path: pathlib.Path) -> None:
+    cfg = write_config(tmp_path, COUPON_CONFIG)
+    code, out, err = run_cli(capsys, "schedule", "--group", "GID_coupon_audit", "--config", cfg)
+    assert (code, err) == (0, "")
+    assert out.splitlines() == [
+        "Expected path for consumer group 'GID_coupon_audit'",
+        "  broker_version                 4.9.4 (4.x rules)",
+        "  client_version                 4.9.4",
+        "  consumer                       remoting, concurrently, clustering",
+        '  message_delay_level            "1s 5s 10s" (3 levels)',
+        "  max_reconsume_times            3",
+        "  delay_level_when_next_consume  2 (every retry asks level 2)",
+        "  retry_queue_nums               1",
+        "  consume_timeout_minutes        15",
+        "",
+        "hop  reconsume_times  delay_level  delay  cumulative  topic",
+        "  1                0            2     5s          5s  SCHEDULE_TOPIC_XXXX q1 -> %RETRY%GID_coupon_audit",
+        "  2                1            2     5s         10s  SCHEDULE_TOPIC_XXXX q1 -> %RETRY%GID_coupon_audit",
+        "  3                2            2     5s         15s  SCHEDULE_TOPIC_XXXX q1 -> %RETRY%GID_coupon_audit",
+        "",
+        "final: DEAD_LETTERED in %DLQ%GID_coupon_audit after 4 deliveries, 15s of retry delays",
+    ]
+
+
+def test_schedule_group_delay_level_json(capsys: pytest.CaptureFixture[str], tmp_path: pathlib.Path) -> None:
+    cfg = write_config(tmp_path, COUPON_CONFIG)
+    code, out, _ = run_cli(capsys, "schedule", "--group", "GID_coupon_audit", "--config", cfg, "--format", "json")
+    records = [json.loads(line) for line in out.splitlines()]
+    assert code == 0
+    assert records[:-1] == [
+        {"hop": 1, "reconsume_times": 0, "delay_level": 2, "delay_ms": 5000, "cumulative_ms": 5000,
+         "topic": "SCHEDULE_TOPIC_XXXX"},
+        {"hop": 2, "reconsume_times": 1, "delay_level": 2, "delay_ms": 5000, "cumulative_ms": 10000,
+         "topic": "SCHEDULE_TOPIC_XXXX"},
+        {"hop": 3, "reconsume_times": 2, "delay_level": 2, "delay_ms": 5000, "cumulative_ms": 15000,
+         "topic": "SCHEDULE_TOPIC_XXXX"},
+    ]  # fmt: skip
+    final = records[-1]
+    assert final_without_settings(final) == {
+        "final": "DEAD_LETTERED",
+        "topic": "%DLQ%GID_coupon_audit",
+        "deliveries": 4,
+    }
+    settings = final["settings"]
+    assert (settings["delay_level_when_next_consume"], settings["max_reconsume_times"]) == (2, 3)
+    assert (settings["broker_version"], settings["client_version"]) == ("4.9.4", "4.9.4")
+    assert (settings["pop_invisible_time_ms"], settings["invisible_duration_ms"]) == (60000, 15000)
+    # -1: the first failure goes straight to the DLQ.
+    code, out, _ = run_cli(capsys, "schedule", "--group", "GID_refund_validator", "--config", cfg, "--format", "json")
+    records = [json.loads(line) for line in out.splitlines()]
+    assert len(records) == 1
+    assert final_without_settings(records[0]) == {
+        "final": "DEAD_LETTERED",
+        "topic": "%DLQ%GID_refund_validator",
+        "deliveries": 1,
+    }
+    assert records[0]["settings"]["delay_level_when_next_consume"] == -1
+    code, table, _ = run_cli(capsys, "schedule", "--group", "GID_refund_validator", "--config", cfg)
+    assert "  delay_level_when_next_consume  -1 (straight to %DLQ%GID_refund_validator)" in table.splitlines()
+    assert (
+        table.splitlines()[-1]
+        == "final: DEAD_LETTERED in %DLQ%GID_refund_validator after 1 delivery, 0ms of retry delays"
+    )
+
+
+def test_schedule_group_delay_level_is_clamped(capsys: pytest.CaptureFixture[str], tmp_path: pathlib.Path) -> None:
+    cfg = write_config(
+        tmp_path,
+        'brokers:\n  default: {message_delay_level: "1s 5s"}\n'
+        "groups:\n  g: {max_reconsume_times: 2, delay_level_when_next_consume: 4}\n",
+    )
+    code, table, _ = run_cli(capsys, "schedule", "--group", "g", "--config", cfg)
+    lines = table.splitlines()
+    assert code == 0
+    assert "  delay_level_when_next_consume  4 (every retry asks level 4; the store clamps it to 2)" in lines
+    head = table_start(lines)
+    assert [line.split()[2:5] for line in lines[head + 1 : head + 3]] == [["2", "(asked", "4)"]] * 2
+
+
+def test_schedule_pop_and_simple_show_their_invisible_times(
+    capsys: pytest.CaptureFixture[str], tmp_path: pathlib.Path
+) -> None:
+    cfg = write_config(
+        tmp_path,
+        'brokers:\n  b5: {version: "5.2.0", enable_retry_topic_v2: true}\n'
+        "groups:\n"
+        '  p: {broker: b5, consume_mode: pop, client_version: "5.3.1", pop_invisible_time_ms: 30000}\n'
+        "  s: {broker: b5, consume_mode: simple, invisible_duration_ms: 20000}\n",
+    )
+    code, table, _ = run_cli(capsys, "schedule", "--group", "p", "--config", cfg)
+    lines = table.splitlines()
+    assert code == 0
+    assert lines[: table_start(lines)] == [
+        "Expected path for consumer group 'p'",
+        "  broker_version                 5.2.0 (5.x rules)",
+        "  client_version                 5.3.1",
+        "  consumer                       remoting, pop, clustering",
+        "  max_reconsume_times            -1 (16 in effect)",
+        "  delay_level_when_next_consume  0 (popDelayLevel[reconsume_times])",
+        "  pop_invisible_time_ms          30000",
+        "  enable_retry_topic_v2          true (%RETRY%p+<topic>)",
+        "",
+    ]
+    code, table, _ = run_cli(capsys, "schedule", "--group", "s", "--config", cfg)
+    lines = table.splitlines()
+    assert lines[: table_start(lines)] == [
+        "Expected path for consumer group 's'",
+        "  broker_version         5.2.0 (5.x rules)",
+        "  consumer               grpc, simple, clustering",
+        "  retry_max_times        16 (maxAttempts 17)",
+        "  invisible_duration_ms  20000",
+        "  enable_retry_topic_v2  true (%RETRY%s+<topic>)",
+        "",
+    ]
 
 
 def test_bad_config_is_one_line_on_stderr(capsys: pytest.CaptureFixture[str], tmp_path: pathlib.Path) -> None:
@@ -150,7 +321,7 @@ def test_console_script_is_installed() -> None:
     result = subprocess.run(
         [str(script), "schedule", "--group", "any", "--format", "json"], capture_output=True, text=True, check=True
     )
-    assert json.loads(result.stdout.splitlines()[-1]) == {
+    assert final_without_settings(json.loads(result.stdout.splitlines()[-1])) == {
         "final": "DEAD_LETTERED",
         "topic": "%DLQ%any",
         "deliveries": 17,

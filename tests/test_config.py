@@ -7,6 +7,7 @@ import pathlib
 import pytest
 
 from rocketmq_retry.config import CONFIG_ENV, FORMAT_NAMES, load_config, parse_config
+from rocketmq_retry.engine import FailedDelivery, next_hop
 from rocketmq_retry.engine.model import ConsumeMode, CustomizedPolicy, ExponentialPolicy, MessageModel, Protocol
 from rocketmq_retry.errors import ConfigError
 
@@ -42,6 +43,52 @@ def test_unlisted_group_gets_all_defaults() -> None:
     )
     # Without `next`, CustomizedRetryPolicy keeps its built-in list, whatever the broker's messageDelayLevel (§5.1).
     assert policy.retry_policy == CustomizedPolicy(next_ms=())
+    assert (policy.broker_version, policy.client_version) == ((4, 9, 4), (4, 9, 4))
+    assert (policy.delay_level_when_next_consume, policy.pop_invisible_time_ms, policy.invisible_duration_ms) == (
+        0,
+        60_000,
+        15_000,
+    )
+    assert policy.enable_retry_topic_v2 is False
+
+
+def test_new_keys_have_their_documented_defaults() -> None:
+    cfg = parse_config({"groups": {"g": {}}})
+    broker, group = cfg.brokers["default"], cfg.groups["g"]
+    assert (broker.version, broker.major, broker.release, broker.enable_retry_topic_v2) == (
+        "4.9.4",
+        4,
+        (4, 9, 4),
+        False,
+    )
+    assert (group.client_version, group.delay_level_when_next_consume) == (None, 0)
+    assert (group.pop_invisible_time_ms, group.invisible_duration_ms) == (60_000, 15_000)
+
+
+def test_versions_group_settings_reach_the_policy() -> None:
+    cfg = parse_config(
+        {
+            "brokers": {"b5": {"version": "5.3", "enable_retry_topic_v2": True}},
+            "groups": {
+                "spring": {"broker": "b5", "client_version": "5.1.1", "delay_level_when_next_consume": -1},
+                "pop": {"broker": "b5", "consume_mode": "pop", "pop_invisible_time_ms": 5_000},
+                "simple": {
+                    "broker": "b5",
+                    "protocol": "grpc",
+                    "consume_mode": "simple",
+                    "invisible_duration_ms": 30_000,
+                },
+            },
+        }
+    )
+    assert cfg.brokers["b5"].version == "5.3.0"  # "5.3" means 5.3.0
+    spring = cfg.group_policy("spring")
+    assert (spring.broker_version, spring.client_version, spring.broker_major) == ((5, 3, 0), (5, 1, 1), 5)
+    assert (spring.delay_level_when_next_consume, spring.enable_retry_topic_v2) == (-1, True)
+    pop = cfg.group_policy("pop")
+    assert (pop.client_version, pop.pop_invisible_time_ms) == ((5, 3, 0), 5_000)  # client defaults to the broker's
+    assert next_hop(pop, FailedDelivery(0, original_topic="T")).topic == "%RETRY%pop+T"  # enableRetryTopicV2
+    assert cfg.group_policy("simple").invisible_duration_ms == 30_000
 
 
 def test_group_resolves_its_broker_and_policy() -> None:
@@ -65,6 +112,21 @@ def test_group_resolves_its_broker_and_policy() -> None:
     assert "default" in cfg.brokers  # unlisted groups still resolve
 
 
+def test_bounds_of_the_new_keys_are_inclusive() -> None:
+    cfg = parse_config(
+        {
+            "brokers": {"b": {"version": "5.2.0", "enable_retry_topic_v2": True}},  # the first broker with V2
+            "groups": {
+                "low": {"pop_invisible_time_ms": 5_000, "invisible_duration_ms": 10_000},
+                "high": {"pop_invisible_time_ms": 300_000, "invisible_duration_ms": 43_200_000},
+            },
+        }
+    )
+    assert cfg.group_policy("low").pop_invisible_time_ms == 5_000
+    assert cfg.group_policy("high").invisible_duration_ms == 43_200_000
+    assert cfg.brokers["b"].enable_retry_topic_v2 is True
+
+
 @pytest.mark.parametrize(
     ("data", "message"),
     [
@@ -82,6 +144,39 @@ def test_group_resolves_its_broker_and_policy() -> None:
             "brokers.default.message_delay_level: level 2 ('2w') of messageDelayLevel '1s 2w': unknown unit 'w'",
         ),
         ({"brokers": {"default": {"version": "3.2.6"}}}, "brokers.default.version: broker version '3.2.6'"),
+        ({"brokers": {"default": {"version": "5"}}}, "brokers.default.version: '5' is not a RocketMQ version"),
+        ({"brokers": {"default": {"version": "5.2.0-SNAPSHOT"}}}, "brokers.default.version: '5.2.0-SNAPSHOT' is not"),
+        ({"brokers": {"default": {"version": 5.2}}}, "brokers.default.version: 5.2 is not a string: quote the version"),
+        (
+            {"brokers": {"b": {"version": "5.1.4", "enable_retry_topic_v2": True}}},
+            "brokers.b.enable_retry_topic_v2: enable_retry_topic_v2 needs broker 5.2.0 or later "
+            "(BrokerConfig.enableRetryTopicV2 does not exist before), but this broker's version is 5.1.4",
+        ),
+        ({"groups": {"g": {"client_version": "5.x"}}}, "groups.g.client_version: '5.x' is not a RocketMQ version"),
+        ({"groups": {"g": {"client_version": "3.5.8"}}}, "groups.g.client_version: client version '3.5.8'"),
+        (
+            {
+                "brokers": {"b": {"version": "5.2.0"}},
+                "groups": {"g": {"broker": "b", "consume_mode": "pop", "client_version": "4.9.8"}},
+            },
+            "groups.g.client_version: consume_mode pop needs a 5.x client, not 4.9.8",
+        ),
+        (
+            {"groups": {"g": {"delay_level_when_next_consume": -2}}},
+            "groups.g.delay_level_when_next_consume: Input should be greater than or equal to -1",
+        ),
+        (
+            {"groups": {"g": {"pop_invisible_time_ms": 300_001}}},
+            "groups.g.pop_invisible_time_ms: 300001 is outside [5000, 300000] ms",
+        ),
+        (
+            {"groups": {"g": {"invisible_duration_ms": 9_999}}},
+            "groups.g.invisible_duration_ms: invisible_duration_ms 9999 is outside the proxy's bounds [10000, 4320",
+        ),
+        (
+            {"groups": {"g": {"invisible_duration_ms": 43_200_001}}},
+            "groups.g.invisible_duration_ms: invisible_duration_ms 43200001 is outside",
+        ),
         ({"groups": {"g": {"broker": "nope"}}}, "groups.g.broker 'nope' is not defined in brokers"),
         ({"groups": {"g": {"protocol": "grpc"}}}, "groups.g: protocol grpc needs a 5.x broker, but broker 'default'"),
         ({"groups": {"g": {"consume_mode": "pop"}}}, "groups.g: consume_mode pop needs a 5.x broker"),

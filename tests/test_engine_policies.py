@@ -162,9 +162,28 @@ def test_remoting_sync_retry_times_setting():
 @pytest.mark.parametrize(("code", "retried_4", "retried_5"), [(17, True, True), (1, True, True), (2, False, True),
                                                              (1500, False, True), (13, False, False)])  # fmt: skip
 def test_remoting_retried_broker_codes_per_version(code, retried_4, retried_5):
+    # A bare major stands for its newest release (4.9.8, 5.3.3), as callers that pass client_major rely on.
     assert (code in retry_response_codes(4), code in retry_response_codes(5)) == (retried_4, retried_5)
     assert len(plan_remoting_send([broker(code), OK], client_major=4).attempts) == (2 if retried_4 else 1)
     assert len(plan_remoting_send([broker(code), OK], client_major=5).attempts) == (2 if retried_5 else 1)
+
+
+@pytest.mark.parametrize(
+    ("client", "system_busy", "go_away"),
+    [((4, 9, 8), False, False), ((5, 2, 0), False, False), ((5, 3, 0), True, False), ((5, 3, 1), True, True)],
+)
+def test_remoting_retry_codes_follow_the_client_version(client, system_busy, go_away):
+    # DefaultMQProducer.retryResponseCodes: SYSTEM_BUSY (2) from client 5.3.0, GO_AWAY (1500) from 5.3.1.
+    assert (2 in retry_response_codes(client), 1500 in retry_response_codes(client)) == (system_busy, go_away)
+    assert len(plan_remoting_send([broker(2), OK], client_version=client).attempts) == (2 if system_busy else 1)
+    assert len(plan_remoting_send([broker(1500), OK], client_version=client).attempts) == (2 if go_away else 1)
+    assert len(plan_remoting_send([broker(17), OK], client_version=client).attempts) == 2  # TOPIC_NOT_EXIST: always
+
+
+def test_remoting_send_client_major_and_version_must_agree():
+    assert len(plan_remoting_send([broker(2), OK], client_major=5, client_version=(5, 3, 0)).attempts) == 2
+    with pytest.raises(ValueError, match=r"client_major 4 contradicts client_version 5\.3\.0"):
+        plan_remoting_send([broker(2), OK], client_major=4, client_version=(5, 3, 0))
 
 
 def test_remoting_sync_stops_when_the_timeout_budget_is_spent():

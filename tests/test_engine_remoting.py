@@ -176,10 +176,44 @@ def test_rpc_failed_republishes_with_three_plus_r_ignoring_override(major):
     assert hop.properties["RETRY_TOPIC"] == "ORDER_CREATED"
 
 
-def test_rpc_failed_origin_id_lost_on_4x_set_to_uniq_key_on_5x():
+@pytest.mark.parametrize("version", [(4, 9, 4), (5, 0, 0), (5, 2, 0), (5, 3, 3)])
+def test_rpc_failed_fallback_loses_a_fresh_origin_id_in_every_released_client(version):
+    # setOriginMessageId(newMsg, …) runs before setProperties(newMsg, msg.getProperties()) replaces the map
+    # (DefaultMQPushConsumerImpl#sendMessageBack 4.9.4, #sendMessageBackAsNormalMessage 5.0.0 … 5.3.3).
     f = fail(0, send_back_fault=SendBackFault.RPC_FAILED, uniq_key="UQ", offset_msg_id="OFF")
-    assert "ORIGIN_MESSAGE_ID" not in next_hop(GroupPolicy("G", broker_major=4), f).properties
-    assert next_hop(GroupPolicy("G", broker_major=5), f).properties["ORIGIN_MESSAGE_ID"] == "UQ"
+    hop = next_hop(GroupPolicy("G", broker_version=version), f)
+    assert hop.action is HopAction.REPUBLISHED_RETRY
+    assert "ORIGIN_MESSAGE_ID" not in hop.properties
+
+
+@pytest.mark.parametrize("version", [(4, 9, 4), (5, 3, 3)])
+def test_rpc_failed_fallback_keeps_the_origin_id_the_delivered_copy_carried(version):
+    f = fail(2, send_back_fault=SendBackFault.RPC_FAILED, uniq_key="UQ", origin_message_id="FIRST_OFFSET_ID")
+    hop = next_hop(GroupPolicy("G", broker_version=version), f)
+    assert hop.properties["ORIGIN_MESSAGE_ID"] == "FIRST_OFFSET_ID"
+
+
+def test_fallback_path_carries_the_origin_id_only_after_a_broker_send_back():
+    # Hop 1 goes through CONSUMER_SEND_MSG_BACK (ORIGIN_MESSAGE_ID = the offset msgId, §2.2 step 11); from then on
+    # the delivered copies carry it, so the fallback re-publishes of later hops keep it.
+    def listener(r: int) -> FailedDelivery:
+        fault = SendBackFault.NONE if r == 0 else SendBackFault.RPC_FAILED
+        return FailedDelivery(r, original_topic="T", send_back_fault=fault, uniq_key="UQ", offset_msg_id="OFF0")
+
+    path = expected_path(GroupPolicy("G", broker_version=(5, 3, 3), max_reconsume_times=3), failure=listener)
+    assert [s.next.action for s in path.steps] == [
+        HopAction.SCHEDULED_RETRY,
+        HopAction.REPUBLISHED_RETRY,
+        HopAction.REPUBLISHED_RETRY,
+        HopAction.DEAD_LETTER,
+    ]
+    assert [s.next.properties.get("ORIGIN_MESSAGE_ID") for s in path.steps] == ["OFF0"] * 4
+    # The same fallback from the first delivery on never has one to keep.
+    path = expected_path(
+        GroupPolicy("G", broker_version=(5, 3, 3), max_reconsume_times=3),
+        failure=FailedDelivery(0, original_topic="T", send_back_fault=SendBackFault.RPC_FAILED, uniq_key="UQ"),
+    )
+    assert [s.next.properties.get("ORIGIN_MESSAGE_ID") for s in path.steps] == [None] * 4
 
 
 def test_rpc_failed_4x_dlq_one_hop_earlier_and_waits_in_schedule_topic():
@@ -303,6 +337,57 @@ def test_orderly_5x_past_max_straight_to_dlq():
     assert hop.properties["ORIGIN_MESSAGE_ID"] == "UQ"  # §12: equal to the message's own id
 
 
+def versioned_orderly(broker: tuple[int, int, int], client: tuple[int, int, int], **kw) -> GroupPolicy:
+    return GroupPolicy(
+        "G", broker_version=broker, client_version=client, consume_mode=ConsumeMode.ORDERLY, max_reconsume_times=2, **kw
+    )
+
+
+def test_orderly_lock_short_cut_absent_on_broker_5_1_0():
+    # 5.1.0 broker and client: RECONSUME_TIME = r = 2, `2 > 2` is false and there is no lock short-cut, so the copy
+    # goes back to %RETRY%G with 3 + r and keeps its r: the infinite retry of issue #6163.
+    hop = next_hop(versioned_orderly((5, 1, 0), (5, 1, 0)), fail(2, outcome=ConsumeOutcome.SUSPEND))
+    assert hop.action is HopAction.REPUBLISHED_RETRY
+    assert (hop.topic, hop.destination_topic, hop.delay_level, hop.reconsume_times) == (
+        "SCHEDULE_TOPIC_XXXX",
+        "%RETRY%G",
+        5,
+        2,
+    )
+    path = expected_path(versioned_orderly((5, 1, 0), (5, 1, 0)), limit=6)
+    assert (path.final, path.truncated) == (FinalState.RETRYING_FOREVER, True)
+    assert [s.next.action for s in path.steps[2:]] == [HopAction.REPUBLISHED_RETRY] * 4
+
+
+def test_orderly_lock_short_cut_from_broker_5_1_1():
+    # A 5.1.0 client still sends r (2 > 2 is false): only the 5.1.1 broker's lock short-cut dead-letters it.
+    hop = next_hop(versioned_orderly((5, 1, 1), (5, 1, 0)), fail(2, outcome=ConsumeOutcome.SUSPEND))
+    assert (hop.action, hop.topic, hop.reconsume_times) == (HopAction.DEAD_LETTER, "%DLQ%G", 2)
+    assert hop.properties["DELAY"] == "-1"
+    assert "unexpired lock record" in hop.rule
+
+
+def test_orderly_client_5_1_1_sends_r_plus_one_so_even_a_5_1_0_broker_dead_letters():
+    hop = next_hop(versioned_orderly((5, 1, 0), (5, 1, 1)), fail(2, outcome=ConsumeOutcome.SUSPEND))
+    assert (hop.action, hop.topic, hop.reconsume_times) == (HopAction.DEAD_LETTER, "%DLQ%G", 3)
+    assert hop.properties["RECONSUME_TIME"] == "3"
+    assert "3 > max 2" in hop.rule
+
+
+def test_orderly_lock_short_cut_is_for_lock_holders_only():
+    # A broadcasting orderly group takes no queue locks on the broker, so a 5.1.1 broker has nothing to act on.
+    policy = versioned_orderly((5, 1, 1), (5, 1, 0), message_model=MessageModel.BROADCASTING)
+    assert next_hop(policy, fail(2, outcome=ConsumeOutcome.SUSPEND)).action is HopAction.REPUBLISHED_RETRY
+
+
+@pytest.mark.parametrize(("client", "origin"), [((4, 9, 3), None), ((4, 9, 4), "UQ")])
+def test_orderly_send_back_keeps_a_fresh_origin_id_from_client_4_9_4(client, origin):
+    # ConsumeMessageOrderlyService#sendMessageBack calls setOriginMessageId after setProperties from 4.9.4 on.
+    policy = versioned_orderly((4, 9, 4), client)
+    hop = next_hop(policy, fail(2, outcome=ConsumeOutcome.SUSPEND, uniq_key="UQ"))
+    assert hop.properties.get("ORIGIN_MESSAGE_ID") == origin
+
+
 def test_orderly_failed_republish_keeps_suspending():
     hop = next_hop(
         orderly(4, max_reconsume_times=2),
@@ -374,6 +459,42 @@ def test_pop_path_max_3():
     assert (path.final, path.deliveries, path.final_topic) == (FinalState.DROPPED, 4, None)
 
 
+def test_pop_over_max_client_5_3_0_consumes_the_revived_copy_again():
+    # No arrival ack before client 5.3.1: the copy revived by checkNeedAckOrDelay reaches the listener again.
+    hop = next_hop(pop(max_reconsume_times=3, client_version=(5, 3, 0)), fail(3, born_at_ms=0, failed_at_ms=100_000))
+    assert (hop.action, hop.topic, hop.queue_id) == (HopAction.INVISIBLE_RETRY, "%RETRY%G_ORDER_CREATED", 0)
+    assert (hop.delay_ms, hop.ready_at_ms, hop.reconsume_times) == (120_000, 220_000, 4)
+    assert "5.3.0 < 5.3.1" in hop.rule
+
+
+def test_pop_over_max_client_5_3_1_acks_the_revived_copy_on_arrival():
+    hop = next_hop(pop(max_reconsume_times=3, client_version=(5, 3, 1)), fail(3, born_at_ms=0, failed_at_ms=100_000))
+    assert (hop.action, hop.topic, hop.delay_ms, hop.ready_at_ms, hop.reconsume_times) == (
+        HopAction.DROPPED,
+        None,
+        120_000,
+        220_000,
+        4,
+    )
+    assert "client ≥ 5.3.1" in hop.rule
+
+
+def test_pop_path_client_5_3_0_retries_over_max_until_four_hours_since_born():
+    # r 3 at 100 s: popDelayLevel[3] = 120 s; r 4 at 220 s: [5] = 240 s; r 5 at 460 s: [9] = 480 s; r 6 at 940 s:
+    # [12] = 1200 s; r 7 at 2140 s: [14] = 3600 s; r 8 at 5740 s: [15] = 7200 s; r 9 at 12940 s: [16] → last entry
+    # 7200 s; r 10 at 20140 s > 14400 s → acked and dropped.
+    path = expected_path(pop(max_reconsume_times=3, client_version=(5, 3, 0)))
+    assert [s.next.delay_ms // 1000 for s in path.steps] == [10, 30, 60, 120, 240, 480, 1200, 3600, 7200, 7200, 0]
+    assert (path.final, path.deliveries) == (FinalState.DROPPED, 11)
+    assert path.steps[-1].failed_reconsume_times == 10
+    assert expected_path(pop(max_reconsume_times=3, client_version=(5, 3, 1))).deliveries == 4
+
+
+def test_pop_needs_a_5x_client():
+    with pytest.raises(ValueError, match=r"5\.x client, not 4\.9\.4"):
+        next_hop(pop(client_version=(4, 9, 4)), fail(0))
+
+
 def test_pop_with_huge_max_is_cut_at_limit():
     path = expected_path(pop(max_reconsume_times=INT_MAX), limit=20)
     assert (path.final, path.truncated, path.deliveries) == (FinalState.RETRYING_FOREVER, True, 20)
@@ -407,6 +528,54 @@ def test_group_policy_validation():
         GroupPolicy("G", broker_major=3)
     with pytest.raises(ValueError, match="at least one level"):
         DelayLevelTable(())
+    with pytest.raises(ValueError, match=r"broker_major 4 contradicts broker_version 5\.2\.0"):
+        GroupPolicy("G", broker_major=4, broker_version=(5, 2, 0))
+    with pytest.raises(ValueError, match=r"client_version 6\.0\.0"):
+        GroupPolicy("G", client_version=(6, 0, 0))
+    with pytest.raises(ValueError, match=r"enable_retry_topic_v2 needs broker 5\.2\.0 or later.*5\.1\.4"):
+        GroupPolicy("G", broker_version=(5, 1, 4), enable_retry_topic_v2=True)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "broker", "client", "major"),
+    [
+        ({}, (4, 9, 8), (4, 9, 8), 4),  # a bare major stands for its newest release
+        ({"broker_major": 5}, (5, 3, 3), (5, 3, 3), 5),
+        ({"broker_version": (5, 2, 0)}, (5, 2, 0), (5, 2, 0), 5),  # the client defaults to the broker's version
+        ({"broker_version": (5, 2, 0), "client_version": (4, 9, 4)}, (5, 2, 0), (4, 9, 4), 5),
+        ({"broker_major": 5, "broker_version": (5, 1, 0)}, (5, 1, 0), (5, 1, 0), 5),
+    ],
+)
+def test_group_policy_versions(kwargs, broker, client, major):
+    policy = GroupPolicy("G", **kwargs)
+    assert (policy.broker_version, policy.client_version, policy.broker_major) == (broker, client, major)
+
+
+def test_group_delay_level_applies_unless_the_failure_sets_its_own():
+    policy = GroupPolicy("G", delay_level_when_next_consume=2)
+    assert (next_hop(policy, fail(0)).delay_level, next_hop(policy, fail(7)).delay_level) == (2, 2)
+    hop = next_hop(policy, fail(0, delay_level_when_next_consume=-1))  # one failure's own -1 wins
+    assert (hop.action, hop.reconsume_times) == (HopAction.DEAD_LETTER, 1)
+    assert next_hop(policy, fail(0, delay_level_when_next_consume=0)).delay_level == 3  # so does an explicit 0
+
+
+def test_group_delay_level_2_path_and_minus_1_path():
+    path = expected_path(GroupPolicy("G", delay_level_when_next_consume=2))
+    assert [s.next.delay_level for s in path.steps[:-1]] == [2] * 16
+    assert (path.final, path.deliveries, path.steps[-2].cumulative_ms) == (FinalState.DEAD_LETTERED, 17, 80_000)
+    path = expected_path(GroupPolicy("G", delay_level_when_next_consume=-1))
+    assert (path.final, path.deliveries, path.final_topic) == (FinalState.DEAD_LETTERED, 1, "%DLQ%G")
+
+
+def test_group_delay_level_above_the_table_is_clamped():
+    path = expected_path(GroupPolicy("G", delay_level_when_next_consume=5, delay_levels=DelayLevelTable.parse("1s 2s")))
+    assert {(s.next.requested_delay_level, s.next.delay_level, s.next.delay_ms) for s in path.steps[:-1]} == {
+        (5, 2, 2_000)
+    }
+
+
+def test_group_delay_level_is_a_pop_index_for_pop_groups():
+    assert next_hop(pop(delay_level_when_next_consume=3), fail(0)).delay_ms == 120_000  # popDelayLevel[3]
 
 
 def test_template_path_starts_at_its_reconsume_times():

@@ -13,9 +13,13 @@ import json
 import os
 import sys
 from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
 from rocketmq_retry import __version__
 from rocketmq_retry.errors import UserError
+
+if TYPE_CHECKING:  # the engine is imported when a command needs it, not to print --help
+    from rocketmq_retry.engine import GroupPolicy
 
 PROG = "rocketmq-retry"
 
@@ -172,12 +176,72 @@ def schedule_rows(path: object, limit: int | None = None) -> tuple[list[dict[str
     return rows, final
 
 
-def _describe_policy(policy: object, max_reconsume: int) -> str:
+def _delay_level_note(policy: GroupPolicy) -> str:
+    level = policy.delay_level_when_next_consume
+    if policy.consume_mode.value == "pop":
+        # changePopInvisibleTime reads the context level as a popDelayLevel index (0 → reconsume_times, §1.7).
+        if level < 0:
+            return f"{level} (popDelayLevel[{level}] throws: the pop invisible time applies)"
+        return f"{level} (popDelayLevel[{'reconsume_times' if level == 0 else level}])"
+    if level < 0:
+        return f"{level} (straight to %DLQ%{policy.group})"
+    if level == 0:
+        return "0 (the broker picks level 3 + reconsume_times)"
+    top = policy.delay_levels.max_level
+    clamp = f"; the store clamps it to {top}" if level > top else ""
+    return f"{level} (every retry asks level {level}{clamp})"
+
+
+def _retry_policy_note(policy: GroupPolicy) -> str:
+    rp = policy.retry_policy
+    if hasattr(rp, "multiplier"):
+        return f"exponential (initial {rp.initial_ms} ms, max {rp.max_ms} ms, multiplier {rp.multiplier:g})"
+    if rp.next_ms:
+        return "customized (next " + " ".join(format_duration(ms) for ms in rp.next_ms) + ")"
+    return "customized (the built-in 1s 5s 10s … 1h 2h)"
+
+
+def schedule_settings(policy: GroupPolicy) -> list[tuple[str, str]]:
+    """The settings the engine reads for this kind of consumer, as (config key, value) lines of the table."""
+    from rocketmq_retry.engine import effective_max_reconsume_times, format_version, policy_settings
+
     p = policy
-    return (
-        f"RocketMQ {p.broker_major}.x, {p.protocol.value}, {p.consume_mode.value}, {p.message_model.value}; "  # type: ignore[attr-defined]
-        f'max reconsume times {max_reconsume}; messageDelayLevel "{p.delay_levels.source}"'  # type: ignore[attr-defined]
-    )
+    protocol = str(policy_settings(p)["protocol"])  # as the rules read it: `simple` implies gRPC
+    grpc = protocol == "grpc"
+    mode = p.consume_mode.value
+    lines = [("broker_version", f"{format_version(p.broker_version)} ({p.broker_major}.x rules)")]
+    if not grpc:  # the gRPC SDK is versioned apart; no rule reads client_version for it
+        lines.append(("client_version", format_version(p.client_version)))
+    lines.append(("consumer", f"{protocol}, {mode}, {p.message_model.value}"))
+    if p.message_model.value == "broadcasting" and mode != "orderly":
+        return lines  # failures are dropped: no other setting plays a part (§1.3)
+    effective = effective_max_reconsume_times(p)
+    max_line = str(p.max_reconsume_times)
+    if p.max_reconsume_times != effective:
+        max_line += f" ({effective} in effect)"
+    if grpc:
+        lines.append(("retry_max_times", f"{p.retry_max_times} (maxAttempts {p.retry_max_times + 1})"))
+        if mode == "simple":
+            lines.append(("invisible_duration_ms", str(p.invisible_duration_ms)))
+        else:
+            lines.append(("retry_policy", _retry_policy_note(p)))
+    elif mode == "pop":
+        lines.append(("max_reconsume_times", max_line))
+        lines.append(("delay_level_when_next_consume", _delay_level_note(p)))
+        lines.append(("pop_invisible_time_ms", str(p.pop_invisible_time_ms)))
+    else:
+        lines.append(("message_delay_level", f'"{p.delay_levels.source}" ({p.delay_levels.max_level} levels)'))
+        lines.append(("max_reconsume_times", max_line))
+        if mode == "orderly":
+            lines.append(("suspend_current_queue_time_millis", str(p.suspend_current_queue_time_millis)))
+        else:
+            lines.append(("delay_level_when_next_consume", _delay_level_note(p)))
+            lines.append(("retry_queue_nums", str(p.retry_queue_nums)))
+            lines.append(("consume_timeout_minutes", str(p.consume_timeout_minutes)))
+    if grpc or mode == "pop":
+        v2 = p.enable_retry_topic_v2
+        lines.append(("enable_retry_topic_v2", f"{str(v2).lower()} (%RETRY%{p.group}{'+' if v2 else '_'}<topic>)"))
+    return lines
 
 
 def _level_cell(hop: object) -> str:
@@ -199,7 +263,8 @@ def _topic_cell(hop: object) -> str:
     return f"{topic} -> {destination}" if destination and destination != hop.topic else topic  # type: ignore[attr-defined]
 
 
-def render_schedule_table(path: object, policy: object, max_reconsume: int, limit: int | None = None) -> str:
+def render_schedule_table(path: object, policy: GroupPolicy, limit: int | None = None) -> str:
+    """The group's settings as the engine reads them, the retries (the first ``limit``), then the final state."""
     rows, final = schedule_rows(path, limit)
     header = ("hop", "reconsume_times", "delay_level", "delay", "cumulative", "topic")
     hops = [step.next for step in path.steps if not step.next.terminal]  # type: ignore[attr-defined]
@@ -218,7 +283,11 @@ def render_schedule_table(path: object, policy: object, max_reconsume: int, limi
         ]
     )
     widths = [max(len(row[i]) for row in table) for i in range(len(header))]
-    out = [f"Expected path for consumer group '{policy.group}' ({_describe_policy(policy, max_reconsume)})", ""]  # type: ignore[attr-defined]
+    settings = schedule_settings(policy)
+    key_width = max(len(key) for key, _ in settings)
+    out = [f"Expected path for consumer group '{policy.group}'"]
+    out += [f"  {key.ljust(key_width)}  {value}" for key, value in settings]
+    out.append("")
     for row in table:
         cells = [row[i].rjust(widths[i]) if i < 5 else row[i] for i in range(len(row))]
         out.append("  ".join(cells).rstrip())
@@ -227,7 +296,7 @@ def render_schedule_table(path: object, policy: object, max_reconsume: int, limi
     if final["final"] == "RETRYING_FOREVER":
         summary = (
             f"final: RETRYING_FOREVER (first {deliveries} {noun} shown; the message is never dead-lettered"
-            f"{' and blocks its queue' if policy.consume_mode.value == 'orderly' else ''})"  # type: ignore[attr-defined]
+            f"{' and blocks its queue' if policy.consume_mode.value == 'orderly' else ''})"
         )
     else:
         where = f" in {final['topic']}" if final["topic"] else ""
@@ -263,17 +332,20 @@ def schedule_main(argv: Sequence[str]) -> int:
         parser.error("--limit must be at least 1")
 
     from rocketmq_retry.config import load_config
-    from rocketmq_retry.engine import FailedDelivery, effective_max_reconsume_times, expected_path
+    from rocketmq_retry.engine import FailedDelivery, expected_path, policy_settings
 
     policy = load_config(ns.config).group_policy(ns.group)
+    # delay_level_when_next_consume is left unset: every failure takes the group's setting, as the listener would.
     template = FailedDelivery(reconsume_times=0, original_topic=ns.topic)
     path = expected_path(policy, failure=template, limit=FOREVER_PROBE)
     if ns.format == "json":
         rows, final = schedule_rows(path, ns.limit)
+        # The settings ride on the last record, so "every record but the last is a retry" still holds.
+        final["settings"] = policy_settings(policy)
         for record in [*rows, final]:
             print(json.dumps(record))
     else:
-        print(render_schedule_table(path, policy, effective_max_reconsume_times(policy), ns.limit))
+        print(render_schedule_table(path, policy, ns.limit))
     return 0
 
 

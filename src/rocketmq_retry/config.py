@@ -12,17 +12,25 @@ from typing import Annotated, Any, Literal, get_args
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 
+from rocketmq_retry.engine.consume_pop import (
+    DEFAULT_POP_INVISIBLE_TIME_MS,
+    MAX_POP_INVISIBLE_TIME_MS,
+    MIN_POP_INVISIBLE_TIME_MS,
+)
 from rocketmq_retry.engine.delay_levels import DEFAULT_MESSAGE_DELAY_LEVEL, DelayLevelError, DelayLevelTable
 from rocketmq_retry.engine.model import (
+    RETRY_TOPIC_V2_SINCE,
     ConsumeMode,
     CustomizedPolicy,
     ExponentialPolicy,
     GroupPolicy,
     MessageModel,
     Protocol,
+    check_invisible_duration_ms,
 )
+from rocketmq_retry.engine.versions import KNOWN_MAJORS, Version, format_version, parse_version
 from rocketmq_retry.errors import ConfigError
 
 CONFIG_ENV = "ROCKETMQ_RETRY_CONFIG"
@@ -53,16 +61,44 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
-class BrokerConfig(_Strict):
-    version: str = Field("4.9.4", description="Broker version; major 4 -> 4.x rules, 5 -> 5.x rules.")
-    message_delay_level: str = Field(DEFAULT_MESSAGE_DELAY_LEVEL, description="The broker's messageDelayLevel.")
+def _check_release(value: object, what: str) -> str:
+    """A full RocketMQ release, normalised to MAJOR.MINOR.PATCH ("5.3" → "5.3.0"); 4.x and 5.x only."""
+    if not isinstance(value, str):
+        # YAML reads an unquoted 5.3 as a float (and 5.10 as 5.1): only a string keeps the version exact.
+        raise ValueError(f'{value!r} is not a string: quote the version, e.g. "5.3.0"')
+    version = parse_version(value)  # ValueError names the expected form
+    if version[0] not in KNOWN_MAJORS:
+        raise ValueError(f"{what} version {value!r}: only RocketMQ 4.x and 5.x are modelled")
+    return format_version(version)
 
-    @field_validator("version")
+
+class BrokerConfig(_Strict):
+    version: str = Field(
+        "4.9.4",
+        description="The broker's release, MAJOR.MINOR.PATCH ('5.3' = 5.3.0); the major picks the 4.x or 5.x rules, "
+        "the full version the rules that changed within a major.",
+    )
+    message_delay_level: str = Field(DEFAULT_MESSAGE_DELAY_LEVEL, description="The broker's messageDelayLevel.")
+    enable_retry_topic_v2: bool = Field(
+        False,
+        description="BrokerConfig.enableRetryTopicV2 (5.2.0 and later): pop retry topics %RETRY%<group>+<topic> "
+        "instead of %RETRY%<group>_<topic>.",
+    )
+
+    @field_validator("version", mode="before")
     @classmethod
-    def _major_known(cls, value: str) -> str:
-        major = value.split(".", 1)[0]
-        if major not in ("4", "5"):
-            raise ValueError(f"broker version {value!r}: only RocketMQ 4.x and 5.x are modelled")
+    def _release(cls, value: object) -> str:
+        return _check_release(value, "broker")
+
+    @field_validator("enable_retry_topic_v2")
+    @classmethod
+    def _v2_needs_520(cls, value: bool, info: ValidationInfo) -> bool:
+        version = info.data.get("version")  # absent when the version itself was refused
+        if value and version is not None and parse_version(version) < RETRY_TOPIC_V2_SINCE:
+            raise ValueError(
+                f"enable_retry_topic_v2 needs broker {format_version(RETRY_TOPIC_V2_SINCE)} or later "
+                f"(BrokerConfig.enableRetryTopicV2 does not exist before), but this broker's version is {version}"
+            )
         return value
 
     @field_validator("message_delay_level")
@@ -76,7 +112,11 @@ class BrokerConfig(_Strict):
 
     @property
     def major(self) -> int:
-        return int(self.version.split(".", 1)[0])
+        return self.release[0]
+
+    @property
+    def release(self) -> Version:
+        return parse_version(self.version)
 
 
 class CustomizedRetryPolicyConfig(_Strict):
@@ -111,6 +151,50 @@ class GroupConfig(_Strict):
         description="Topics the group subscribes to (optional). A gRPC line that names no group is attributed to "
         "the one gRPC group listing its topic.",
     )
+    client_version: str | None = Field(
+        None,
+        description="Release of the remoting client (rocketmq-client) the group's consumers run, MAJOR.MINOR.PATCH; "
+        "default: its broker's version. Not read for gRPC groups (rocketmq-clients is versioned apart).",
+    )
+    delay_level_when_next_consume: int = Field(
+        0,
+        ge=-1,
+        description="ConsumeConcurrentlyContext.delayLevelWhenNextConsume the listener sets on every failure "
+        "(rocketmq-spring: @RocketMQMessageListener(delayLevelWhenNextConsume), 2.2.2+): -1 = straight to the DLQ, "
+        "0 = the broker picks 3 + reconsumeTimes, > 0 = that level (clamped to the broker's table); remoting POP "
+        "reads it as a popDelayLevel index.",
+    )
+    pop_invisible_time_ms: int = Field(
+        DEFAULT_POP_INVISIBLE_TIME_MS,
+        description="Remoting POP: DefaultMQPushConsumer.popInvisibleTime. The client's checkConfig refuses to start "
+        "outside [5000, 300000] ms, so other values are rejected here.",
+    )
+    invisible_duration_ms: int = Field(
+        15_000,
+        description="gRPC SimpleConsumer: the invisibleDuration passed to receive(); the proxy accepts [10 s, 12 h].",
+    )
+
+    @field_validator("client_version", mode="before")
+    @classmethod
+    def _client_release(cls, value: object) -> str | None:
+        return None if value is None else _check_release(value, "client")
+
+    @field_validator("pop_invisible_time_ms")
+    @classmethod
+    def _pop_invisible_range(cls, value: int) -> int:
+        # DefaultMQPushConsumerImpl#checkConfig (5.0.0 … 5.3.3): MQClientException "popInvisibleTime Out of range
+        # [5000, 300000]" at start(). (popMessage's own fallback to 60000 only matters for a value set after start.)
+        if not MIN_POP_INVISIBLE_TIME_MS <= value <= MAX_POP_INVISIBLE_TIME_MS:
+            raise ValueError(
+                f"{value} is outside [{MIN_POP_INVISIBLE_TIME_MS}, {MAX_POP_INVISIBLE_TIME_MS}] ms: "
+                f"DefaultMQPushConsumer refuses to start ('popInvisibleTime Out of range')"
+            )
+        return value
+
+    @field_validator("invisible_duration_ms")
+    @classmethod
+    def _invisible_duration(cls, value: int) -> int:
+        return check_invisible_duration_ms(value)  # the engine's own bounds check and message
 
 
 class SourceConfig(_Strict):
@@ -238,6 +322,12 @@ class Config(_Strict):
                     f"groups.{name}: {what} needs a 5.x broker, but broker {group.broker!r} is "
                     f"{self.brokers[group.broker].version}"
                 )
+            remoting_pop = group.protocol == Protocol.REMOTING and group.consume_mode == ConsumeMode.POP
+            if remoting_pop and group.client_version is not None and parse_version(group.client_version)[0] < 5:
+                # ConsumeMessagePopConcurrentlyService exists from client 5.0.0; a 4.x client only pulls.
+                raise ValueError(
+                    f"groups.{name}.client_version: consume_mode pop needs a 5.x client, not {group.client_version}"
+                )
         return self
 
     def group_config(self, group: str) -> GroupConfig:
@@ -259,7 +349,12 @@ class Config(_Strict):
         )
         return GroupPolicy(
             group=group,
-            broker_major=broker.major,
+            broker_version=broker.release,
+            client_version=parse_version(settings.client_version) if settings.client_version else broker.release,
+            enable_retry_topic_v2=broker.enable_retry_topic_v2,
+            delay_level_when_next_consume=settings.delay_level_when_next_consume,
+            pop_invisible_time_ms=settings.pop_invisible_time_ms,
+            invisible_duration_ms=settings.invisible_duration_ms,
             delay_levels=table,
             protocol=settings.protocol,
             consume_mode=settings.consume_mode,

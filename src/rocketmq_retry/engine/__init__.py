@@ -11,7 +11,7 @@ from rocketmq_retry.engine.consume_concurrently import (
     process_consume_result,
 )
 from rocketmq_retry.engine.delay_levels import DEFAULT_MESSAGE_DELAY_LEVEL, DelayLevelError, DelayLevelTable
-from rocketmq_retry.engine.expected_path import expected_path
+from rocketmq_retry.engine.expected_path import expected_path, policy_settings
 from rocketmq_retry.engine.max_reconsume_times import effective_max_reconsume_times
 from rocketmq_retry.engine.model import (
     ConsumeMode,
@@ -52,6 +52,7 @@ from rocketmq_retry.engine.retry_policy import (
     exponential_next_delay_duration,
     max_attempts,
 )
+from rocketmq_retry.engine.versions import Version, format_version, parse_version
 
 __all__ = [
     "DEFAULT_MESSAGE_DELAY_LEVEL",
@@ -80,6 +81,7 @@ __all__ = [
     "SendMode",
     "SendOutcome",
     "SendPlan",
+    "Version",
     "broker_next_delay_duration",
     "consumer_retry_policy",
     "customized_next_delay_duration",
@@ -87,10 +89,13 @@ __all__ = [
     "effective_max_reconsume_times",
     "expected_path",
     "exponential_next_delay_duration",
+    "format_version",
     "max_attempts",
     "next_hop",
+    "parse_version",
     "plan_grpc_send",
     "plan_remoting_send",
+    "policy_settings",
     "pop_retry_topic",
     "process_consume_result",
     "retry_response_codes",

@@ -91,7 +91,9 @@ def concurrently_next_hop(policy: GroupPolicy, failure: FailedDelivery) -> NextH
         delay_level = EXPIRED_MSG_DELAY_LEVEL
         head = "§1.6 cleanExpiredMsg: sendMessageBack(msg, 3)"
     else:
-        delay_level = failure.delay_level_when_next_consume
+        # The listener's ConsumeConcurrentlyContext level: the failure's own, else the group's setting (e.g. what
+        # rocketmq-spring's container copies from @RocketMQMessageListener(delayLevelWhenNextConsume), §1.5).
+        delay_level = failure.effective_delay_level(policy)
         head = "§1.3/§1.4 CLUSTERING send-back CONSUMER_SEND_MSG_BACK"
 
     if failure.send_back_fault == SendBackFault.NONE:
@@ -104,12 +106,18 @@ def concurrently_next_hop(policy: GroupPolicy, failure: FailedDelivery) -> NextH
         # §1.4: the internal producer re-publishes to %RETRY%<group> with RECONSUME_TIME = r + 1 and DELAY = 3 + r,
         # ignoring the listener's delay level; the broker then applies handleRetryAndDLQ (§2.3).
         header_r = r + 1
+        # ORIGIN_MESSAGE_ID: in every released client (4.9.4 … 5.3.3) the fallback calls
+        # MessageAccessor.setOriginMessageId(newMsg, …) *before* MessageAccessor.setProperties(newMsg,
+        # msg.getProperties()), which replaces the whole map, so the id survives only when the delivered copy already
+        # carried one (client/.../impl/consumer/DefaultMQPushConsumerImpl.java #sendMessageBack in 4.9.4/4.9.8,
+        # #sendMessageBackAsNormalMessage in 5.0.0 … 5.3.3). Fixed only on the unreleased develop branch
+        # (commit 8abc0a1cf7, "[ISSUE #9481]"), so no released version keeps a fresh one.
         props = republished_properties(
             policy,
             failure,
             header_reconsume_times=header_r,
             max_reconsume_times=max_times,
-            fresh_origin_id=policy.broker_major >= 5,
+            fresh_origin_id=False,
         )
         return handle_retry_and_dlq(
             policy,

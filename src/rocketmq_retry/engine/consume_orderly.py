@@ -5,6 +5,11 @@ from __future__ import annotations
 from rocketmq_retry.engine.max_reconsume_times import effective_max_reconsume_times
 from rocketmq_retry.engine.model import FailedDelivery, GroupPolicy, HopAction, MessageModel, NextHop, SendBackFault
 from rocketmq_retry.engine.send_message_processor import handle_retry_and_dlq, republished_properties
+from rocketmq_retry.engine.versions import Version
+
+# Client tags where ConsumeMessageOrderlyService#sendMessageBack changed (see orderly_next_hop).
+ORDERLY_RECONSUME_TIME_PLUS_ONE_SINCE: Version = (5, 1, 1)
+ORDERLY_KEEPS_ORIGIN_ID_SINCE: Version = (4, 9, 4)
 
 # submitConsumeRequestLater(pq, mq, suspendTimeMillis) clamps to [10, 30000] ms (§4).
 MIN_SUSPEND_MILLIS = 10
@@ -41,9 +46,22 @@ def orderly_next_hop(policy: GroupPolicy, failure: FailedDelivery) -> NextHop:
             failure,
             rule="§4 sendMessageBack failed (L-C6) → keeps retrying locally: suspend, r + 1",
         )
-    major5 = policy.broker_major >= 5
-    header_r = r + 1 if major5 else r  # §4 RECONSUME_TIME: [4.x] r, [5.x] r + 1 (4.x DLQ copy observed r, §12)
-    props = republished_properties(policy, failure, header_reconsume_times=header_r, max_reconsume_times=max_times)
+    # §4 RECONSUME_TIME: the client sends r up to 5.1.0 and r + 1 from 5.1.1 (client/.../impl/consumer/
+    # ConsumeMessageOrderlyService.java#sendMessageBack: `String.valueOf(msg.getReconsumeTimes() + 1)` arrived with
+    # commit 7cfffe7f48 "[ISSUE #6163]", first tag rocketmq-all-5.1.1; the 4.9.4 DLQ copy observed r, §12). With a
+    # 5.0.0/5.1.0 client on a 5.0.0/5.1.0 broker, r > max never holds, so the copy comes back and is sent back
+    # again for ever: the infinite retry that issue #6163 reports.
+    plus_one = policy.client_version >= ORDERLY_RECONSUME_TIME_PLUS_ONE_SINCE
+    header_r = r + 1 if plus_one else r
+    props = republished_properties(
+        policy,
+        failure,
+        header_reconsume_times=header_r,
+        max_reconsume_times=max_times,
+        # ConsumeMessageOrderlyService#sendMessageBack calls setOriginMessageId after setProperties from client
+        # 4.9.4 on (commit 45010d9bdf "[ISSUE #4050]"); before that the property map replaced it, as in §1.4.
+        fresh_origin_id=policy.client_version >= ORDERLY_KEEPS_ORIGIN_ID_SINCE,
+    )
     return handle_retry_and_dlq(
         policy,
         failure,
@@ -51,9 +69,12 @@ def orderly_next_hop(policy: GroupPolicy, failure: FailedDelivery) -> NextHop:
         max_reconsume_times=max_times,
         delay_level=3 + r,
         properties=props,
-        # [5.x ≥ 5.1.4] a clustering orderly group holds queue locks, so the broker takes the lock short-cut (§2.3)
-        orderly_locked=major5 and policy.message_model == MessageModel.CLUSTERING,
-        rule=f"§4 r {r} >= max {max_times}: sendMessageBack re-publishes to %RETRY%<group> with 3 + r (§12)",
+        # A clustering orderly group holds queue locks; a 5.1.1+ broker dead-letters its re-publishes at once (§2.3).
+        orderly_locked=policy.message_model == MessageModel.CLUSTERING,
+        rule=(
+            f"§4 r {r} >= max {max_times}: sendMessageBack re-publishes to %RETRY%<group> with 3 + r, "
+            f"RECONSUME_TIME {'r + 1 (client ≥ 5.1.1)' if plus_one else 'r (client < 5.1.1)'} (§12)"
+        ),
     )
 
 

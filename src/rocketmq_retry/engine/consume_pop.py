@@ -1,11 +1,23 @@
 """5.x remoting push consumer in POP mode: ``ConsumeMessagePopConcurrentlyService`` (§1.7) and the broker's revive
-of un-acked messages into the pop retry topic (§2.6). This path never writes a DLQ."""
+of un-acked messages into the pop retry topic (§2.6). This path never writes a DLQ.
+
+Two checks drop a message that failed too often, and they differ by client version (client/.../impl/consumer/):
+
+- ``ConsumeMessagePopConcurrentlyService#checkNeedAckOrDelay`` (r >= max, after a failure): ack once the message
+  was born more than 2 × 7200 s ago, else ``changePopInvisibleTime`` by the elapsed time. Same in every tag from
+  rocketmq-all-5.0.0 to 5.3.3.
+- ``DefaultMQPushConsumerImpl#processPopResult`` (r > max, on arrival): "Reconsume times has reached {}, so ack
+  msg={}" (INFO) acks the copy without handing it to the listener. From rocketmq-all-5.3.1 only (commit ce27e1fc64
+  "[ISSUE #8332]"; absent in 5.0.0 … 5.3.0). Before it, an over-max copy is consumed again and every further
+  failure goes through checkNeedAckOrDelay until the 4 hours have passed.
+"""
 
 from __future__ import annotations
 
 from rocketmq_retry.engine.max_reconsume_times import effective_max_reconsume_times
 from rocketmq_retry.engine.model import FailedDelivery, GroupPolicy, HopAction, NextHop, pop_retry_topic
 from rocketmq_retry.engine.retry_policy import POP_DELAY_LEVEL_S, pop_delay_seconds
+from rocketmq_retry.engine.versions import Version, format_version
 
 # checkNeedAckOrDelay: acked (dropped) once more than popDelayLevel[last] * 1000 * 2 ms have passed since born.
 POP_GIVE_UP_AFTER_BORN_MS = POP_DELAY_LEVEL_S[-1] * 1000 * 2
@@ -14,9 +26,16 @@ MIN_POP_INVISIBLE_TIME_MS = 5_000
 MAX_POP_INVISIBLE_TIME_MS = 300_000
 DEFAULT_POP_INVISIBLE_TIME_MS = 60_000
 POP_RETRY_QUEUE_ID = 0  # PopReviveService.reviveRetry: setQueueId(0) (§2.6)
+# processPopResult acks arriving copies with reconsumeTimes > getMaxReconsumeTimes() from this client tag on.
+POP_ACK_OVER_MAX_ON_ARRIVAL_SINCE: Version = (5, 3, 1)
+# ConsumeMessagePopConcurrentlyService exists from rocketmq-all-5.0.0 (4.x clients have no POP).
+POP_CLIENT_SINCE: Version = (5, 0, 0)
 
 
 def pop_invisible_time_ms(policy: GroupPolicy) -> int:
+    """``popMessage``: ``if (invisibleTime < MIN_POP_INVISIBLE_TIME || invisibleTime > MAX_POP_INVISIBLE_TIME)
+    invisibleTime = 60000``. (``checkConfig`` refuses to start a consumer set outside the range, so only a value
+    changed after start reaches this fallback; the configuration refuses such values.)"""
     t = policy.pop_invisible_time_ms
     return t if MIN_POP_INVISIBLE_TIME_MS <= t <= MAX_POP_INVISIBLE_TIME_MS else DEFAULT_POP_INVISIBLE_TIME_MS
 
@@ -34,6 +53,10 @@ def pop_next_hop(policy: GroupPolicy, failure: FailedDelivery) -> NextHop:
     """A failed delivery to a 5.x remoting POP consumer (§1.7)."""
     if policy.broker_major < 5:
         raise ValueError(f"group {policy.group!r}: POP consumption needs a 5.x broker (§1.7)")
+    if policy.client_version < POP_CLIENT_SINCE:
+        raise ValueError(
+            f"group {policy.group!r}: POP consumption needs a 5.x client, not {format_version(policy.client_version)}"
+        )
     r = failure.reconsume_times
     max_times = effective_max_reconsume_times(policy)
     retry_topic = pop_retry_topic(policy.group, failure.original_topic or "<topic>", policy.enable_retry_topic_v2)
@@ -52,7 +75,9 @@ def pop_next_hop(policy: GroupPolicy, failure: FailedDelivery) -> NextHop:
         )
 
     if r < max_times:
-        level = failure.delay_level_when_next_consume
+        # processConsumeResult: changePopInvisibleTime(msg, group, context.getDelayLevelWhenNextConsume()), i.e. the
+        # failure's own level, else the group's setting.
+        level = failure.effective_delay_level(policy)
         index = r if level == 0 else level  # changePopInvisibleTime: "0 == delayLevel → delayLevel = r"
         if index < 0:
             # delayLevelTable[-1] throws before changePopInvisibleTimeAsync, so nothing is acked or changed and the
@@ -90,16 +115,24 @@ def pop_next_hop(policy: GroupPolicy, failure: FailedDelivery) -> NextHop:
     else:
         wait = pop_delay_seconds(index) * 1000
         why = f"delay time {elapsed} ms not enough → changePopInvisibleTime popDelayLevel[{index}] ({wait} ms)"
-    # The revived copy has r + 1 > max and DMPCI.processPopResult acks it on arrival without consuming it
-    # ("Reconsume times has reached", L-C13): the re-delay only postpones the drop. Read in HEAD.
-    return NextHop(
-        action=HopAction.DROPPED,
-        topic=None,
-        queue_id=None,
-        delay_level=None,
-        delay_ms=wait,
-        ready_at_ms=failure.failed_at_ms + wait,
-        reconsume_times=r + 1,
-        rule=f"§1.7 checkNeedAckOrDelay: r {r} >= max {max_times}, {why}; the revived copy (r + 1 > max) is acked "
-        f"by processPopResult on arrival (L-C13), no DLQ",
+    if policy.client_version >= POP_ACK_OVER_MAX_ON_ARRIVAL_SINCE:
+        # The revived copy has r + 1 > max and DMPCI.processPopResult acks it on arrival without consuming it
+        # ("Reconsume times has reached", L-C13, client ≥ 5.3.1): the re-delay only postpones the drop.
+        return NextHop(
+            action=HopAction.DROPPED,
+            topic=None,
+            queue_id=None,
+            delay_level=None,
+            delay_ms=wait,
+            ready_at_ms=failure.failed_at_ms + wait,
+            reconsume_times=r + 1,
+            rule=f"§1.7 checkNeedAckOrDelay: r {r} >= max {max_times}, {why}; the revived copy (r + 1 > max) is "
+            f"acked by processPopResult on arrival (L-C13, client ≥ 5.3.1), no DLQ",
+        )
+    # Client < 5.3.1: nothing filters the revived copy, so the listener gets it again; a further failure comes
+    # back here (r >= max) with more time elapsed, until the 2 × 7200 s since born are over.
+    return reappear(
+        wait,
+        f"§1.7 checkNeedAckOrDelay: r {r} >= max {max_times}, {why}; the revived copy is consumed again "
+        f"(client {format_version(policy.client_version)} < 5.3.1 has no arrival ack)",
     )

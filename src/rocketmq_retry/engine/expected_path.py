@@ -5,10 +5,12 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable
 
+from rocketmq_retry.engine.max_reconsume_times import effective_max_reconsume_times, is_grpc
 from rocketmq_retry.engine.message_const import PROPERTY_ORIGIN_MESSAGE_ID
 from rocketmq_retry.engine.model import (
     ConsumeOutcome,
     ExpectedPath,
+    ExponentialPolicy,
     FailedDelivery,
     FinalState,
     GroupPolicy,
@@ -16,6 +18,7 @@ from rocketmq_retry.engine.model import (
     PathStep,
 )
 from rocketmq_retry.engine.next_hop import next_hop
+from rocketmq_retry.engine.versions import format_version
 
 FailureSource = FailedDelivery | Callable[[int], FailedDelivery]
 
@@ -101,3 +104,40 @@ def expected_path(
         stored = hop.stored_reconsume_times
         at = hop.ready_at_ms
         first = False
+
+
+def policy_settings(policy: GroupPolicy) -> dict[str, object]:
+    """The group's settings as the engine reads them, JSON-ready: what ``schedule`` shows next to the path.
+
+    Every key is always present (a stable shape for machines), whether or not this kind of consumer uses it;
+    ``effective_max_reconsume_times`` is the max the rules actually use (-1 replaced by the mode's default, gRPC's
+    retryMaxTimes, §1.4, §4, §5.2) and ``protocol`` the one the rules apply.
+    """
+    rp = policy.retry_policy
+    retry_policy: dict[str, object] = (
+        {"type": "exponential", "initial_ms": rp.initial_ms, "max_ms": rp.max_ms, "multiplier": rp.multiplier}
+        if isinstance(rp, ExponentialPolicy)
+        else {"type": "customized", "next_ms": list(rp.next_ms) or None}  # None = the class's built-in list (§5.1)
+    )
+    return {
+        "group": policy.group,
+        "broker_version": format_version(policy.broker_version),
+        "client_version": format_version(policy.client_version),
+        # A SimpleConsumer exists only in the gRPC SDK, so `simple` is read as gRPC whatever `protocol` says (§5.5).
+        "protocol": "grpc" if is_grpc(policy) else policy.protocol.value,
+        "consume_mode": policy.consume_mode.value,
+        "message_model": policy.message_model.value,
+        "message_delay_level": policy.delay_levels.source,
+        "max_delay_level": policy.delay_levels.max_level,
+        "max_reconsume_times": policy.max_reconsume_times,
+        "effective_max_reconsume_times": effective_max_reconsume_times(policy),
+        "retry_max_times": policy.retry_max_times,
+        "delay_level_when_next_consume": policy.delay_level_when_next_consume,
+        "retry_queue_nums": policy.retry_queue_nums,
+        "suspend_current_queue_time_millis": policy.suspend_current_queue_time_millis,
+        "consume_timeout_minutes": policy.consume_timeout_minutes,
+        "pop_invisible_time_ms": policy.pop_invisible_time_ms,
+        "invisible_duration_ms": policy.invisible_duration_ms,
+        "enable_retry_topic_v2": policy.enable_retry_topic_v2,
+        "retry_policy": retry_policy,
+    }

@@ -10,6 +10,14 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 
 from rocketmq_retry.engine.delay_levels import DelayLevelTable
+from rocketmq_retry.engine.versions import (
+    KNOWN_MAJORS,
+    UNSET_VERSION,
+    Version,
+    check_version,
+    format_version,
+    version_for_major,
+)
 
 # §2.4 topic names
 RETRY_TOPIC_PREFIX = "%RETRY%"
@@ -21,6 +29,20 @@ INTEGER_MAX_VALUE = 2**31 - 1
 # ProxyConfig.minInvisibleTimeMillsForRecv / maxInvisibleTimeMills (§5.5), both bounds inclusive.
 MIN_INVISIBLE_TIME_MS_FOR_RECV = 10_000
 MAX_INVISIBLE_TIME_MS = 12 * 3_600_000
+# BrokerConfig.enableRetryTopicV2 exists from rocketmq-all-5.2.0 (absent in 5.0.0, 5.1.0 and 5.1.4; default false
+# in 5.2.0, 5.3.0 and 5.3.3): older brokers only build V1 pop retry topics (KeyBuilder.buildPopRetryTopicV1).
+RETRY_TOPIC_V2_SINCE: Version = (5, 2, 0)
+
+
+def check_invisible_duration_ms(invisible_duration_ms: int) -> int:
+    """GrpcValidator.validateInvisibleTime (§5.5): the proxy answers ILLEGAL_INVISIBLE_TIME "the invisibleTime is too
+    small/large" outside [ProxyConfig.minInvisibleTimeMillsForRecv, maxInvisibleTimeMills] = [10 s, 12 h]."""
+    if not MIN_INVISIBLE_TIME_MS_FOR_RECV <= invisible_duration_ms <= MAX_INVISIBLE_TIME_MS:
+        raise ValueError(
+            f"invisible_duration_ms {invisible_duration_ms} is outside the proxy's bounds "
+            f"[{MIN_INVISIBLE_TIME_MS_FOR_RECV}, {MAX_INVISIBLE_TIME_MS}] ms (10 s .. 12 h, §5.5)"
+        )
+    return invisible_duration_ms
 
 
 def retry_topic(group: str) -> str:
@@ -120,10 +142,16 @@ RetryPolicy = ExponentialPolicy | CustomizedPolicy
 
 @dataclass(frozen=True)
 class GroupPolicy:
-    """Everything the engine needs to know about one consumer group, with RocketMQ's defaults (§1.1, §2.4)."""
+    """Everything the engine needs to know about one consumer group, with RocketMQ's defaults (§1.1, §2.4).
+
+    Versions: rules change at particular tags, so the policy carries the broker's and the client's full versions.
+    Give ``broker_version`` (and ``client_version`` when the group's consumers run another client release than the
+    broker); ``broker_major`` alone still works and stands for the newest release of that major (4 → 4.9.8,
+    5 → 5.3.3, ``versions.LATEST_RELEASE``). After construction all three are set and consistent.
+    """
 
     group: str
-    broker_major: int = 4  # 4 -> 4.x rules, 5 -> 5.x rules
+    broker_major: int = 0  # 4 -> 4.x rules, 5 -> 5.x rules; 0 = broker_version's major (4 when neither is given)
     delay_levels: DelayLevelTable = field(default_factory=DelayLevelTable.default)
     protocol: Protocol = Protocol.REMOTING
     consume_mode: ConsumeMode = ConsumeMode.CONCURRENTLY
@@ -140,18 +168,44 @@ class GroupPolicy:
     # SimpleConsumer.receive(…, invisibleDuration) (§5.5); the proxy refuses values outside [10 s, 12 h]. The SDK
     # has no default (receive takes it as an argument); 15 s is what rocketmq-clients' SimpleConsumerExample passes.
     invisible_duration_ms: int = 15_000
-    # BrokerConfig.enableRetryTopicV2 (§2.4): pop retry topics use '+' instead of '_'.
+    # BrokerConfig.enableRetryTopicV2 (§2.4): pop retry topics use '+' instead of '_'. Broker 5.2.0 or later.
     enable_retry_topic_v2: bool = False
+    # The broker's full version (broker-side rules: handleRetryAndDLQ's orderly-lock short-cut from 5.1.1, …).
+    broker_version: Version = UNSET_VERSION
+    # The remoting client (org.apache.rocketmq:rocketmq-client) the group's consumers and its internal producer run;
+    # unset = the broker's version. Client-side rules key on it (processPopResult's arrival ack from 5.3.1, the
+    # orderly RECONSUME_TIME + 1 from 5.1.1, …). gRPC SDK consumers (rocketmq-clients) are versioned apart and no
+    # rule reads this for them.
+    client_version: Version = UNSET_VERSION
+    # ConsumeConcurrentlyContext.delayLevelWhenNextConsume that the listener sets on every failure (rocketmq-spring:
+    # @RocketMQMessageListener(delayLevelWhenNextConsume), copied into the context by DefaultMessageListenerConcurrently
+    # since rocketmq-spring 2.2.2): -1 = straight to the DLQ, 0 = the broker decides (3 + r), > 0 = that level.
+    # A FailedDelivery with its own value overrides it for that one failure (§1.5).
+    delay_level_when_next_consume: int = 0
 
     def __post_init__(self) -> None:
-        if self.broker_major not in (4, 5):
-            raise ValueError(f"broker_major must be 4 or 5 (the rule sets the engine knows), got {self.broker_major}")
-        if not MIN_INVISIBLE_TIME_MS_FOR_RECV <= self.invisible_duration_ms <= MAX_INVISIBLE_TIME_MS:
-            # GrpcValidator.validateInvisibleTime: ILLEGAL_INVISIBLE_TIME "the invisibleTime is too small/large" (§5.5)
+        if self.broker_version == UNSET_VERSION:
+            major = self.broker_major or 4
+            if major not in KNOWN_MAJORS:
+                raise ValueError(f"broker_major must be 4 or 5 (the rule sets the engine knows), got {major}")
+            object.__setattr__(self, "broker_version", version_for_major(major))
+        else:
+            version = check_version("broker_version", self.broker_version)
+            if self.broker_major and self.broker_major != version[0]:
+                raise ValueError(
+                    f"broker_major {self.broker_major} contradicts broker_version {format_version(version)}"
+                )
+        object.__setattr__(self, "broker_major", self.broker_version[0])
+        if self.client_version == UNSET_VERSION:
+            object.__setattr__(self, "client_version", self.broker_version)
+        else:
+            check_version("client_version", self.client_version)
+        if self.enable_retry_topic_v2 and self.broker_version < RETRY_TOPIC_V2_SINCE:
             raise ValueError(
-                f"invisible_duration_ms {self.invisible_duration_ms} is outside the proxy's bounds "
-                f"[{MIN_INVISIBLE_TIME_MS_FOR_RECV}, {MAX_INVISIBLE_TIME_MS}] ms (10 s .. 12 h, §5.5)"
+                f"enable_retry_topic_v2 needs broker {format_version(RETRY_TOPIC_V2_SINCE)} or later "
+                f"(BrokerConfig.enableRetryTopicV2), but broker_version is {format_version(self.broker_version)}"
             )
+        check_invisible_duration_ms(self.invisible_duration_ms)
 
 
 @dataclass(frozen=True)
@@ -166,7 +220,9 @@ class FailedDelivery:
     failed_at_ms: int = 0
     outcome: ConsumeOutcome = ConsumeOutcome.RECONSUME_LATER
     original_topic: str = ""
-    delay_level_when_next_consume: int = 0  # ConsumeConcurrentlyContext override (§1.5)
+    # ConsumeConcurrentlyContext.delayLevelWhenNextConsume for this failure (§1.5); None = the group's setting
+    # (GroupPolicy.delay_level_when_next_consume). An explicit value, e.g. -1 for one failure, wins.
+    delay_level_when_next_consume: int | None = None
     send_back_fault: SendBackFault = SendBackFault.NONE
     born_at_ms: int = 0  # remoting POP's "too many times" check uses the born time (§1.7)
     # reconsumeTimes of the copy the broker holds, when earlier retries were local only (LOCAL_RESUBMIT, orderly,
@@ -187,6 +243,11 @@ class FailedDelivery:
     @property
     def broker_reconsume_times(self) -> int:
         return self.reconsume_times if self.stored_reconsume_times is None else self.stored_reconsume_times
+
+    def effective_delay_level(self, policy: GroupPolicy) -> int:
+        """The level the listener left on ``ConsumeConcurrentlyContext``: this failure's own, else the group's."""
+        own = self.delay_level_when_next_consume
+        return policy.delay_level_when_next_consume if own is None else own
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,7 @@ from enum import StrEnum
 
 from rocketmq_retry.engine.model import ExponentialPolicy
 from rocketmq_retry.engine.retry_policy import ExponentialBackoffRetryPolicy
+from rocketmq_retry.engine.versions import Version, format_version, version_for_major
 
 # ResponseCode values (remoting/.../protocol/ResponseCode.java, RemotingSysResponseCode).
 SYSTEM_ERROR = 1
@@ -20,10 +21,18 @@ NO_BUYER_ID = 204
 NOT_IN_CURRENT_UNIT = 205
 GO_AWAY = 1500
 
-# DefaultMQProducer.retryResponseCodes: [4.x] (4.9.4, 4.9.8) and [5.x] adds SYSTEM_BUSY and GO_AWAY (§5.6).
+# DefaultMQProducer.retryResponseCodes (client/.../producer/DefaultMQProducer.java), by *client* version (§5.6):
+# - 4.9.4, 4.9.8, 5.0.0, 5.1.0 … 5.1.4, 5.2.0: the six codes below;
+# - 5.3.0 adds ResponseCode.SYSTEM_BUSY (commit e5b357c3df "[ISSUE #5838] retry to send when broker returns
+#   SYSTEM_BUSY", first tag rocketmq-all-5.3.0);
+# - 5.3.1 adds ResponseCode.GO_AWAY (commit 0b0f8ec946 "[ISSUE #8599] Fix send fail without retry when get GO_AWAY
+#   twice", first tag rocketmq-all-5.3.1), still so in 5.3.3.
 RETRY_RESPONSE_CODES_4 = frozenset(
     {TOPIC_NOT_EXIST, SERVICE_NOT_AVAILABLE, SYSTEM_ERROR, NO_PERMISSION, NO_BUYER_ID, NOT_IN_CURRENT_UNIT}
 )
+SYSTEM_BUSY_RETRIED_SINCE: Version = (5, 3, 0)
+GO_AWAY_RETRIED_SINCE: Version = (5, 3, 1)
+# The newest set (5.3.1 on); the name predates per-version sets.
 RETRY_RESPONSE_CODES_5 = RETRY_RESPONSE_CODES_4 | {SYSTEM_BUSY, GO_AWAY}
 
 DEFAULT_RETRY_TIMES_WHEN_SEND_FAILED = 2
@@ -76,8 +85,16 @@ class SendPlan:
     rule: str
 
 
-def retry_response_codes(broker_major: int) -> frozenset[int]:
-    return RETRY_RESPONSE_CODES_5 if broker_major >= 5 else RETRY_RESPONSE_CODES_4
+def retry_response_codes(client_version: Version | int) -> frozenset[int]:
+    """The producer's ``retryResponseCodes`` for a client release. A bare major (the older call form) stands for the
+    newest release of that major (``versions.LATEST_RELEASE``: 4 → 4.9.8, 5 → 5.3.3)."""
+    version = version_for_major(client_version) if isinstance(client_version, int) else client_version
+    codes = set(RETRY_RESPONSE_CODES_4)
+    if version >= SYSTEM_BUSY_RETRIED_SINCE:
+        codes.add(SYSTEM_BUSY)
+    if version >= GO_AWAY_RETRIED_SINCE:
+        codes.add(GO_AWAY)
+    return frozenset(codes)
 
 
 def _take(results: Sequence[SendAttemptResult], index: int) -> SendAttemptResult:
@@ -90,7 +107,8 @@ def plan_remoting_send(
     results: Sequence[SendAttemptResult],
     *,
     mode: SendMode = SendMode.SYNC,
-    client_major: int = 4,
+    client_major: int | None = None,
+    client_version: Version | None = None,
     retry_times_when_send_failed: int = DEFAULT_RETRY_TIMES_WHEN_SEND_FAILED,
     retry_times_when_send_async_failed: int = DEFAULT_RETRY_TIMES_WHEN_SEND_ASYNC_FAILED,
     send_msg_timeout_ms: int = DEFAULT_SEND_MSG_TIMEOUT_MS,
@@ -106,8 +124,15 @@ def plan_remoting_send(
     - ASYNC: ``MQClientAPIImpl.onExceptionImpl`` retries while ``curTimes <= retryTimesWhenSendAsyncFailed`` and
       time is left, and only transport failures (``needRetry``): not broker responses, not too-many-requests.
     - ONEWAY: one attempt.
+
+    ``client_version`` is the producer's client release (it decides ``retryResponseCodes``); the older
+    ``client_major`` stands for the newest release of that major. Neither: a 4.x client, as before.
     """
-    codes = retry_response_codes(client_major)
+    if client_version is None:
+        client_version = version_for_major(4 if client_major is None else client_major)
+    elif client_major is not None and client_major != client_version[0]:
+        raise ValueError(f"client_major {client_major} contradicts client_version {format_version(client_version)}")
+    codes = retry_response_codes(client_version)
     if mode == SendMode.SYNC:
         total = 1 + retry_times_when_send_failed
     elif mode == SendMode.ASYNC:

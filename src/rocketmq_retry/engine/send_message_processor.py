@@ -25,6 +25,10 @@ from rocketmq_retry.engine.model import (
     dlq_topic,
     retry_topic,
 )
+from rocketmq_retry.engine.versions import Version
+
+# First broker tag with handleRetryAndDLQ's orderly-lock short-cut (§2.3; see handle_retry_and_dlq).
+ORDERLY_LOCK_DLQ_SHORTCUT_SINCE: Version = (5, 1, 1)
 
 # SendMessageProcessor.DLQ_NUMS_PER_GROUP = 1: the DLQ always has a single queue, so the copy lands in queue 0 (§2.2).
 DLQ_NUMS_PER_GROUP = 1
@@ -164,17 +168,23 @@ def handle_retry_and_dlq(
 ) -> NextHop:
     """A SEND_MESSAGE to ``%RETRY%<group>`` (client fallback §1.4, orderly send-back §4) through
     ``handleRetryAndDLQ`` (§2.3). ``header_reconsume_times`` is the producer's ``RECONSUME_TIME``, which becomes
-    the stored copy's reconsumeTimes as is (no + 1 on this path)."""
+    the stored copy's reconsumeTimes as is (no + 1 on this path). ``orderly_locked`` says the group holds orderly
+    queue locks; the broker acts on that only from 5.1.1 (``ORDERLY_LOCK_DLQ_SHORTCUT_SINCE``)."""
     group = policy.group
     props = dict(properties)
     if policy.broker_major >= 5:
-        # §2.3 [5.x]: strict `>`, plus the ≥ 5.1.4 short-cut for groups holding orderly locks.
-        to_dlq = header_reconsume_times > max_reconsume_times or orderly_locked
+        # §2.3 [5.x]: strict `>` (5.0.0 on), plus, from rocketmq-all-5.1.1, the short-cut for groups that hold
+        # orderly queue locks: `if (!brokerController.getRebalanceLockManager().isLockAllExpired(groupName))` →
+        # "Group has unexpired lock record, which show it is ordered message, send it to DLQ right now" (broker/
+        # .../processor/SendMessageProcessor.java#handleRetryAndDLQ; commit 7cfffe7f48 "[ISSUE #6163]", absent in
+        # 5.0.0 and 5.1.0, present in 5.1.1 … 5.3.3).
+        shortcut = orderly_locked and policy.broker_version >= ORDERLY_LOCK_DLQ_SHORTCUT_SINCE
+        to_dlq = header_reconsume_times > max_reconsume_times or shortcut
         if to_dlq:
             why = (
                 f"reconsumeTimes {header_reconsume_times} > max {max_reconsume_times}"
                 if header_reconsume_times > max_reconsume_times
-                else "group has unexpired lock record (orderly) → DLQ right now"
+                else "group has unexpired lock record (orderly, broker ≥ 5.1.1) → DLQ right now"
             )
             props[PROPERTY_DELAY_TIME_LEVEL] = "-1"  # §2.3 [5.x] properties.put("DELAY", "-1"); seen in §12
             return NextHop(
@@ -239,10 +249,13 @@ def republished_properties(
     if failure.original_topic:
         props[PROPERTY_RETRY_TOPIC] = failure.original_topic  # RETRY_TOPIC = msg.getTopic(), the reset topic
     if failure.origin_message_id:
+        # Copied with the delivered copy's property map, whichever order the client sets things in.
         props[PROPERTY_ORIGIN_MESSAGE_ID] = failure.origin_message_id
     elif failure.uniq_key and fresh_origin_id:
-        # Client-side msg.getMsgId() is the UNIQ_KEY (§2.5). The 4.x concurrent fallback sets it before copying the
-        # property map over it, so there it is lost (§1.4, read in 4.9.4 DefaultMQPushConsumerImpl.sendMessageBack).
+        # Client-side msg.getMsgId() is the UNIQ_KEY (§2.5). Only paths that call setOriginMessageId *after*
+        # setProperties keep it: the orderly send-back from client 4.9.4 on. The concurrent fallback of every
+        # released client sets it first and then replaces the map, so there it is lost (callers pass False; see
+        # consume_concurrently and consume_orderly for the tags).
         props[PROPERTY_ORIGIN_MESSAGE_ID] = failure.uniq_key
     props[PROPERTY_RECONSUME_TIME] = str(header_reconsume_times)
     props[PROPERTY_MAX_RECONSUME_TIMES] = str(max_reconsume_times)
