@@ -387,3 +387,119 @@ def test_spring_running_container_line() -> None:
         "nameServer='10.0.0.5:9876', topic='T', consumeMode=CONCURRENTLY, selectorType=TAG, selectorExpression='*', "
         "messageModel=CLUSTERING', tlsEnable=false, instanceName=DEFAULT}"
     )
+
+
+# --- Spring Boot patterns, rocketmq-spring versions, thread names (rocketmq-facts Q1, Q6, Q11) ---------------------
+
+
+def test_spring_boot2_console_line_cuts_the_thread_to_its_last_15_characters() -> None:
+    clock = timefmt.Clock(timefmt.SPRING_BOOT2_TS, "Asia/Shanghai")
+    msg = statements.fill(statements.S_CONSUME_FAILED.template, "7F0000013EA75FFD2B276C0599210006", "T", 2)
+    got = layouts.render_spring(
+        clock.format(1636875373157),
+        "WARN",
+        17592,
+        "ConsumeMessageThread_18",
+        layouts.SPRING_CONTAINER_LOGGER,
+        msg,
+        pattern=layouts.SPRING_BOOT2_CONSOLE,
+    )
+    assert got == (
+        "2021-11-14 15:36:13.157  WARN 17592 --- [essageThread_18] a.r.s.s.DefaultRocketMQListenerContainer : "
+        "consume message failed. messageId:7F0000013EA75FFD2B276C0599210006, topic:T, reconsumeTimes:2\n"
+    )
+    main = layouts.render_spring(
+        clock.format(1636875373157), "INFO", 17592, "main", "com.example.a.AApplication", "Started",
+        pattern=layouts.SPRING_BOOT2_CONSOLE,
+    )  # fmt: skip
+    assert main.startswith("2021-11-14 15:36:13.157  INFO 17592 --- [           main] com.example.a.AApplication ")
+    # the Boot 2 file pattern keeps the whole thread name
+    file_line = layouts.render_spring(
+        clock.format(1636875373157), "WARN", 17592, "ConsumeMessageThread_GID_invoice_mailer_18",
+        layouts.SPRING_CONTAINER_LOGGER, msg, pattern=layouts.SPRING_BOOT2_FILE,
+    )  # fmt: skip
+    assert "--- [ConsumeMessageThread_GID_invoice_mailer_18] a.r.s.s." in file_line
+    for line in (got, main, file_line):
+        assert re.match(layouts.SPRING_LINE_RE, line.rstrip("\n"))
+
+
+def test_spring_boot3_console_patterns() -> None:
+    clock = timefmt.Clock(timefmt.SPRING_TS, "Asia/Shanghai")
+    thread = "ConsumeMessageThread_GID_invoice_mailer_18"
+    plain = layouts.render_spring(
+        clock.format(1795303506245), "WARN", 4242, thread, layouts.SPRING_CONTAINER_LOGGER, "x",
+        pattern=layouts.SPRING_BOOT3_CONSOLE, application_name="invoice-mailer",
+    )  # fmt: skip
+    assert plain == (
+        "2026-11-22T07:25:06.245+08:00  WARN 4242 --- [voice_mailer_18] a.r.s.s.DefaultRocketMQListenerContainer : x\n"
+    )
+    named = layouts.render_spring(
+        clock.format(1795303506245), "WARN", 4242, thread, layouts.SPRING_CONTAINER_LOGGER, "x",
+        pattern=layouts.SPRING_BOOT3_CONSOLE_APPNAME, application_name="invoice-mailer",
+    )  # fmt: skip
+    assert named.startswith("2026-11-22T07:25:06.245+08:00  WARN 4242 --- [invoice-mailer] [voice_mailer_18] a.r.s.s.")
+    m = re.match(layouts.SPRING_LINE_RE, named.rstrip("\n"))
+    assert m is not None and m.group("app") == "invoice-mailer" and m.group("thread") == "voice_mailer_18"
+    assert layouts.thread_field("main", 15) == "           main"
+    assert layouts.thread_field("main", None) == "main"
+
+
+def test_running_container_line_per_rocketmq_spring_version() -> None:
+    def line(version: str) -> str:
+        container = java.listener_container_to_string("G", "ns:9876", "T", spring_version=version)
+        return statements.fill(statements.S_RUNNING_CONTAINER.template, container)
+
+    assert line("2.2.1") == (
+        "running container: DefaultRocketMQListenerContainer{consumerGroup='G', nameServer='ns:9876', topic='T', "
+        "consumeMode=CONCURRENTLY, selectorType=TAG, selectorExpression='*', messageModel=CLUSTERING}"
+    )
+    assert line("2.2.2") == (
+        "running container: DefaultRocketMQListenerContainer{consumerGroup='G', namespace='', nameServer='ns:9876', "
+        "topic='T', consumeMode=CONCURRENTLY, selectorType=TAG, selectorExpression='*', messageModel=CLUSTERING', "
+        "tlsEnable=false}"
+    )
+    assert line("2.3.0") == (
+        "running container: DefaultRocketMQListenerContainer{consumerGroup='G', namespace='', nameServer='ns:9876', "
+        "topic='T', consumeMode=CONCURRENTLY, selectorType=TAG, selectorExpression='*', messageModel=CLUSTERING', "
+        "tlsEnable=false, instanceName=DEFAULT}"
+    )
+    assert line("2.3.1") == (
+        "running container: DefaultRocketMQListenerContainer{consumerGroup='G', namespace='', namespaceV2='', "
+        "nameServer='ns:9876', topic='T', consumeMode=CONCURRENTLY, selectorType=TAG, selectorExpression='*', "
+        "messageModel=CLUSTERING', tlsEnable=false, instanceName=DEFAULT}"
+    )
+    # the release an application runs, from its client (rocketmq-spring-boot-parent/pom.xml)
+    assert java.spring_version_for_client((4, 8, 0)) == "2.2.0"
+    assert java.spring_version_for_client((4, 9, 1)) == "2.2.1"
+    assert java.spring_version_for_client((4, 9, 4)) == "2.2.2"
+    assert java.spring_version_for_client((5, 2, 0)) == "2.3.0"
+    assert java.spring_version_for_client((5, 3, 3)) == "2.3.5"
+
+
+def test_consume_thread_names_follow_the_client_version() -> None:
+    assert java.consume_thread_name("GID_a", 3, (4, 9, 1)) == "ConsumeMessageThread_3"
+    assert java.consume_thread_name("GID_a", 3, (4, 9, 2)) == "ConsumeMessageThread_3"
+    assert java.consume_thread_name("GID_a", 3, (4, 9, 3)) == "ConsumeMessageThread_GID_a_3"
+    assert java.consume_thread_name("GID_a", 3, (5, 2, 0)) == "ConsumeMessageThread_GID_a_3"
+    assert java.consume_thread_name("GID_a", 3, (5, 2, 0), pop=True) == "ConsumeMessageThread_3"
+    assert java.consume_thread_name("G" * 120, 1, (4, 9, 4)) == "ConsumeMessageThread_" + "G" * 100 + "_1"
+    clean = "CleanExpireMsgScheduledThread_"
+    assert java.scheduled_thread_name(clean, "GID_a", 1, (5, 1, 0)) == "CleanExpireMsgScheduledThread_1"
+    assert java.scheduled_thread_name(clean, "GID_a", 1, (5, 1, 1)) == "CleanExpireMsgScheduledThread_GID_a_1"
+
+
+def test_grpc_message_queue_and_rebalance_renderings() -> None:
+    # rocketmq-clients MessageQueueImpl.toString(): brokerName + "." + topic + "." + queueId
+    assert java.grpc_message_queue_to_string("broker-b", "PAYMENT_CAPTURED", 1) == "broker-b.PAYMENT_CAPTURED.1"
+    # HashSet<MessageQueue> iteration order, checked against a JDK 17 HashSet of MessageQueue (same hashCode)
+    assert java.message_queue_set_order("CACHE_INVALIDATE", "broker-a", range(4)) == [0, 3, 2, 1]
+    assert java.message_queue_set_order("ORDER_PAID", "broker-a", range(4)) == [0, 1, 2, 3]
+    assert java.message_queue_set_order("%RETRY%GID_x", "broker-a", range(4)) == [2, 3, 0, 1]
+    assert java.message_queue_set_order("%RETRY%GID_x", "broker-b", [1, 3]) == [3, 1]
+    mq = java.message_queue_to_string("T", "broker-a", 0)
+    assert statements.fill(statements.C_ADD_PULL_REQUEST, "G", java.pull_request_to_string("G", mq, 7)) == (
+        "doRebalance, G, add a new pull request PullRequest [consumerGroup=G, messageQueue=MessageQueue [topic=T, "
+        "brokerName=broker-a, queueId=0], nextOffset=7]"
+    )
+    assert statements.C_REBALANCED_5X == "client " + statements.C_REBALANCED_4X
+    assert statements.C_REBALANCED_4X.startswith("rebalanced result changed. allocateMessageQueueStrategyName={}")

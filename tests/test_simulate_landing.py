@@ -401,3 +401,318 @@ def test_cli_runs_and_reports_errors(tmp_path: pathlib.Path, capsys: pytest.Capt
     ]
     assert main([*args, "--messages", "10", "--noise", "0", "--quiet"]) == 0
     assert {r["consumer_group"] for r in _truth(only, "lifecycles.csv")} == {"GID_crm_sync", "GID_cache_node"}
+
+
+# --- applications, Spring patterns, client versions, start-up days (rocketmq-facts Q1, Q6, Q7, Q11, Q12) ------------
+
+
+def _text(landing: pathlib.Path, pattern: str) -> str:
+    """The files matching ``pattern`` (one file and its rolled siblings) as one text, oldest content first."""
+
+    def age(p: pathlib.Path) -> tuple[int, str, int]:
+        dated = re.search(r"\.(\d{4}-\d{2}-\d{2})\.(\d+)(?:\.gz)?$", p.name)  # Spring: app.log.<day>.<i>.gz
+        if dated:
+            return (0, dated.group(1), int(dated.group(2)))
+        window = re.search(r"[.-](\d+)(?:\.log)?(?:\.gz)?$", p.name)  # fixed windows: index 1 is the newest
+        if window:
+            return (1, "", -int(window.group(1)))
+        return (2, "", 0)  # the current file
+
+    return "".join(_read(p) for p in sorted(_files(landing, pattern), key=age))
+
+
+def test_spring_application_with_two_containers_shares_its_logs(landing: pathlib.Path) -> None:
+    host = "default-invoice-mailer-01"
+    app = _text(landing, f"{host}/logs/app.log*")
+    containers = re.findall(r"running container: (DefaultRocketMQListenerContainer\{.*\})$", app, re.M)
+    # rocketmq-spring 2.2.2 (the release bundling the newest client up to the broker's 4.9.4): namespace and
+    # tlsEnable, the stray quote after messageModel, no instanceName
+    assert containers == [
+        "DefaultRocketMQListenerContainer{consumerGroup='GID_invoice_mailer', namespace='', "
+        "nameServer='10.0.0.5:9876', topic='INVOICE_ISSUED', consumeMode=CONCURRENTLY, selectorType=TAG, "
+        "selectorExpression='*', messageModel=CLUSTERING', tlsEnable=false}",
+        "DefaultRocketMQListenerContainer{consumerGroup='GID_invoice_reminder', namespace='', "
+        "nameServer='10.0.0.5:9876', topic='INVOICE_OVERDUE', consumeMode=CONCURRENTLY, selectorType=TAG, "
+        "selectorExpression='*', messageModel=CLUSTERING', tlsEnable=false}",
+    ]
+    assert app.count("Starting InvoiceMailerApplication") == 1 and app.count("Started InvoiceMailerApplication") == 1
+    failed_topics = set(re.findall(r"consume message failed\. messageId:\w+, topic:(\w+),", app))
+    assert failed_topics == {"INVOICE_ISSUED", "INVOICE_OVERDUE"}
+    # one rocketmq_client.log for the JVM, one client instance (client id) per container
+    client = _text(landing, f"{host}/logs/rocketmqlogs/rocketmq_client.log*")
+    for group, topic in (("GID_invoice_mailer", "INVOICE_ISSUED"), ("GID_invoice_reminder", "INVOICE_OVERDUE")):
+        assert f"the consumer [{group}] start beginning. messageModel=CLUSTERING, isUnitMode=false" in client
+        assert re.search(
+            rf"\[persistAll\] Group: {group} ClientId: 10\.0\.1\.\d+@10\.0\.0\.5:9876@\d+@\d+ "
+            rf"updateConsumeOffsetToBroker MessageQueue \[topic={topic}, brokerName=broker-a, queueId=\d\] \d+",
+            client,
+        )
+        assert f"rebalanced result changed. allocateMessageQueueStrategyName=AVG, group={group}, topic={topic}, " in (
+            client
+        )
+    assert not _files(landing, "default-invoice-reminder-*/**/*")
+    rows = _truth(landing, "lifecycles.csv")
+    hosts = {
+        (r["consumer_group"], r["client_host"], r["application"]) for r in rows if "invoice" in r["consumer_group"]
+    }
+    assert hosts == {
+        ("GID_invoice_mailer", host, "invoice-mailer"),
+        ("GID_invoice_reminder", host, "invoice-mailer"),
+        ("GID_invoice_archive", "default-invoice-archive-01", "invoice-archive"),
+    }
+    manifest = json.loads((landing / "_truth" / "manifest.json").read_text(encoding="utf-8"))
+    assert manifest["groups"]["GID_invoice_reminder"]["application"] == "invoice-mailer"
+    assert manifest["groups"]["GID_invoice_reminder"]["spring_version"] == "2.2.2"
+
+
+def test_grpc_listener_exception_names_broker_then_topic(landing: pathlib.Path) -> None:
+    grpc = _text(landing, "v5-*/logs/rocketmq/rocketmq-client.log*")
+    lines = re.findall(r"^.* - Message listener raised an exception while consuming messages, .*$", grpc, re.M)
+    assert lines
+    topics = {r["msg_id"]: r["topic"] for r in _truth(landing, "lifecycles.csv") if r["client"] == "grpc"}
+    for line in lines:
+        m = re.fullmatch(
+            r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3} ERROR \[\d+\] \[RocketmqMessageConsumption-0-\d+\] "
+            r"\[o\.a\.r\.c\.j\.i\.c\.ConsumeTask#\?:\?\] - Message listener raised an exception while consuming "
+            r"messages, clientId=(v5-[\w-]+-01)@\d+@0@[0-9a-z]+, mq=broker-b\.(\w+)\.[0-3], messageId=(\w+)",
+            line,
+        )
+        assert m is not None, line
+        assert topics[m.group(3)] == m.group(2)  # MessageQueueImpl.toString(): broker.topic.queueId
+
+
+def test_broadcasting_clients_persist_offsets_silently(landing: pathlib.Path) -> None:
+    for host in ("default-cache-node-01", "default-cache-node-02"):
+        client = _text(landing, f"{host}/logs/rocketmqlogs/rocketmq_client.log*")
+        assert "[persistAll]" not in client  # LocalFileOffsetStore.persistAll logs nothing
+        assert "rebalanced result changed" not in client
+        assert re.search(
+            r"^.* - messageQueueChanged GID_cache_node CACHE_INVALIDATE \[MessageQueue \[topic=CACHE_INVALIDATE, "
+            r"brokerName=broker-a, queueId=0\], MessageQueue .*\] \[MessageQueue .*\]\r$",
+            client,
+            re.M,
+        )
+        assert "Created new MQClientInstance for clientId:[10.0.1." in client and "@DEFAULT]" in client
+
+
+TOPOLOGY_CONFIG = {
+    "timezone": "Asia/Shanghai",
+    "brokers": {"default": {"version": "4.9.4"}, "v5": {"version": "5.2.0"}},
+    "groups": {
+        "GID_legacy_sync": {"max_reconsume_times": 2},
+        "GID_legacy_ledger": {"max_reconsume_times": 2},
+        "GID_boot2_mailer": {"max_reconsume_times": 2},
+        "GID_report_builder": {"max_reconsume_times": 2},
+        "GID_day_checker": {"max_reconsume_times": 2},
+        "GID_five_one": {"broker": "v5", "max_reconsume_times": 2},
+        "GID_five_two": {"broker": "v5", "max_reconsume_times": 2},
+        "GID_pop_worker": {"broker": "v5", "consume_mode": "pop", "max_reconsume_times": 2},
+    },
+}
+TOPOLOGY_SCENARIO = """
+groups:
+  GID_legacy_sync: {topic: LEGACY_SYNC, app: spring, application: legacy, client_version: "4.9.1",
+                    spring_pattern: boot2-console, behaviour: {ok: 0.5, always: 0.5}}
+  GID_legacy_ledger: {topic: LEGACY_LEDGER, app: spring, application: legacy, client_version: "4.9.1",
+                      spring_pattern: boot2-console, behaviour: {ok: 0.5, always: 0.5}}
+  GID_boot2_mailer: {topic: MAIL_REQUESTED, app: spring, spring_pattern: boot2-console, started_days_before: 3,
+                     behaviour: {ok: 0.5, always: 0.5}}
+  GID_report_builder: {topic: REPORT_REQUESTED, app: spring, started_days_before: 3, behaviour: {ok: 0.5, always: 0.5}}
+  GID_day_checker: {topic: DAY_CHECKED, started_days_before: 0, behaviour: {ok: 0.5, always: 0.5}}
+  GID_five_one: {topic: FIVE_ONE, client_version: "5.1.0", behaviour: {ok: 0.6, always: 0.4},
+                 failure_kinds: {exception: 1.0}}
+  GID_five_two: {topic: FIVE_TWO, behaviour: {ok: 0.6, always: 0.4}, failure_kinds: {exception: 1.0}}
+  GID_pop_worker: {topic: POP_WORK, behaviour: {ok: 0.6, always: 0.4}, failure_kinds: {exception: 1.0}}
+"""
+
+
+@pytest.fixture(scope="module")
+def topology(tmp_path_factory: pytest.TempPathFactory) -> pathlib.Path:
+    folder = tmp_path_factory.mktemp("topology")
+    (folder / "scenario.yaml").write_text(TOPOLOGY_SCENARIO, encoding="utf-8")
+    out = folder / "landing"
+    settings = _settings(
+        out, messages=240, seed=3, noise=0.05, timeout_rate=0.3, scenario=load_scenario(folder / "scenario.yaml")
+    )
+    simulate(parse_config(TOPOLOGY_CONFIG), settings)
+    return out
+
+
+def _spring_heads(text: str) -> list[re.Match[str]]:
+    return [m for line in text.splitlines() if (m := re.match(layouts.SPRING_LINE_RE, line))]
+
+
+def test_boot2_console_threads_follow_the_client_version(topology: pathlib.Path) -> None:
+    legacy = _text(topology, "default-legacy-01/logs/stdout.log*")
+    heads = _spring_heads(legacy)
+    assert heads and all(re.fullmatch(timefmt.SPRING_BOOT2_TS.regex, m.group("ts")) for m in heads)
+    # rocketmq-spring 2.2.1 runs client 4.9.1: ConsumeMessageThread_<n>, cut by %15.15t; the two containers' pools
+    # give the same names
+    old_threads = {f"ConsumeMessageThread_{n}"[-15:].rjust(15) for n in range(1, 21)}
+    failed = [m for m in heads if m.group("msg").startswith("consume message failed. ")]
+    assert {m.group("thread") for m in failed} <= old_threads
+    assert {m.group("msg").split("topic:")[1].split(",")[0] for m in failed} == {"LEGACY_SYNC", "LEGACY_LEDGER"}
+    # the 2.2.1 toString: no namespace, no tlsEnable, no instanceName
+    containers = re.findall(
+        r"running container: DefaultRocketMQListenerContainer\{consumerGroup='(\w+)', nameServer=", legacy
+    )
+    assert sorted(containers) == ["GID_legacy_ledger", "GID_legacy_sync"]
+    assert re.search(
+        r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3}  INFO \d+ --- \[           main\] "
+        r"com\.example\.legacy\.LegacyApplication +: Starting LegacyApplication v1\.4\.2 using Java 11\.0\.22 on "
+        r"default-legacy-01 with PID \d+ ",
+        legacy,
+        re.M,
+    )
+    # client 4.9.4 (rocketmq-spring 2.2.2): ConsumeMessageThread_<group>_<n>, of which the console keeps 15 chars
+    mailer = _text(topology, "default-boot2-mailer-01/logs/stdout.log*")
+    new_threads = {f"ConsumeMessageThread_GID_boot2_mailer_{n}"[-15:] for n in range(1, 21)}
+    failed = [m for m in _spring_heads(mailer) if m.group("msg").startswith("consume message failed. ")]
+    assert failed and {m.group("thread") for m in failed} <= new_threads
+    line = next(line for line in mailer.splitlines() if " WARN " in line)
+    assert re.fullmatch(
+        r"2026-11-2[01] \d\d:\d\d:\d\d\.\d{3}  WARN \d+ --- \[(?:_boot2_mailer_\d|boot2_mailer_\d\d)\] "
+        r"a\.r\.s\.s\.DefaultRocketMQListenerContainer : consume message failed\. messageId:[0-9A-F]{32}, "
+        r"topic:MAIL_REQUESTED, reconsumeTimes:\d+",
+        line,
+    )
+
+
+def test_client_threads_and_rebalance_lines_follow_the_client_version(topology: pathlib.Path) -> None:
+    five_one = _text(topology, "v5-five-one-01/logs/rocketmqlogs/**/rocketmq_client*.log*")
+    five_two = _text(topology, "v5-five-two-01/logs/rocketmqlogs/**/rocketmq_client*.log*")
+    pop = _text(topology, "v5-pop-worker-01/logs/rocketmqlogs/**/rocketmq_client*.log*")
+
+    def threads(text: str, needle: str) -> set[str]:
+        return {
+            m.group("thread")
+            for line in text.splitlines()
+            if needle in line and (m := re.match(layouts.CLIENT_5X_LINE_RE, line))
+        }
+
+    assert threads(five_one, " - consumeMessage exception: ") <= {
+        f"ConsumeMessageThread_GID_five_one_{n}" for n in range(1, 21)
+    }
+    assert threads(five_one, " - consumeMessage exception: ")
+    # the clean-expire pool carries the group from 5.1.1 on
+    assert threads(five_one, " - send expire msg back. ") == {"CleanExpireMsgScheduledThread_1"}
+    assert threads(five_two, " - send expire msg back. ") == {"CleanExpireMsgScheduledThread_GID_five_two_1"}
+    # POP consume services never name the group
+    assert threads(pop, " - consumeMessage exception: ") <= {f"ConsumeMessageThread_{n}" for n in range(1, 21)}
+    assert threads(pop, " - consumeMessage exception: ")
+    # 5.x: "client rebalanced result changed", no "add a new pull request"; 4.x: both 4.x forms
+    for text, group in ((five_one, "GID_five_one"), (five_two, "GID_five_two")):
+        assert f"] - client rebalanced result changed. allocateMessageQueueStrategyName=AVG, group={group}, " in text
+        assert f"] - doRebalance, {group}, add a new mq, MessageQueue [topic=" in text
+        assert "add a new pull request" not in text
+    # a POP consumer's business queues come from the broker (queueId -1, POP mode) and have no offsets to persist
+    assert (
+        "] - broker rebalanced result changed. allocateMessageQueueStrategyName=AVG, group=GID_pop_worker, "
+        "topic=POP_WORK, clientId="
+    ) in pop
+    assert (
+        ", assignmentSet=[MessageQueueAssignment [MessageQueue=MessageQueue [topic=POP_WORK, brokerName=broker-b, "
+        "queueId=-1], Mode=POP]]\n"
+    ) in pop
+    assert (
+        "] - doRebalance, GID_pop_worker, add a new pop mq, MessageQueue [topic=POP_WORK, brokerName=broker-b, " in pop
+    )
+    persisted = set(re.findall(r"updateConsumeOffsetToBroker MessageQueue \[topic=([^,]+),", pop))
+    assert persisted == {"%RETRY%GID_pop_worker"}
+    checker = _text(topology, "default-day-checker-01/logs/rocketmqlogs/rocketmq_client.log*")
+    assert " - rebalanced result changed. allocateMessageQueueStrategyName=AVG, group=GID_day_checker, " in checker
+    assert re.search(
+        r" - doRebalance, GID_day_checker, add a new pull request PullRequest \[consumerGroup=GID_day_checker, "
+        r"messageQueue=MessageQueue \[topic=DAY_CHECKED, brokerName=broker-a, queueId=\d\], nextOffset=0\]\r$",
+        checker,
+        re.M,
+    )
+
+
+def test_started_days_before_dates_the_start_up_lines(topology: pathlib.Path) -> None:
+    earlier = "2026-11-17"
+    # Spring Boot's daily roll puts the start-up day in its own file: app.log.2026-11-17.0.gz
+    (rolled,) = _files(topology, f"default-report-builder-01/logs/app.log.{earlier}.*")
+    start_up = _read(rolled).splitlines()
+    assert [re.sub(r"^\S+ +INFO \d+ --- \[main\] (\S+) +: (\w+ \w+).*$", r"\1 \2", line) for line in start_up] == [
+        "c.e.r.ReportBuilderApplication Starting ReportBuilderApplication",
+        "a.r.s.s.DefaultRocketMQListenerContainer running container",
+        "c.e.r.ReportBuilderApplication Started ReportBuilderApplication",
+    ]
+    assert all(line.startswith(earlier + "T10:") for line in start_up)
+    for host, group in (
+        ("default-report-builder-01", "GID_report_builder"),
+        ("default-boot2-mailer-01", "GID_boot2_mailer"),
+    ):
+        client = _text(topology, f"{host}/logs/rocketmqlogs/rocketmq_client.log*").split("\r\n")
+        assert client[0].startswith(earlier) and f"the consumer [{group}] start beginning." in client[0]
+        early = [line for line in client if line[:10] < "2026-11-20" and line[:4] == "2026"]
+        assert any(" - rebalanced result changed. " in line for line in early)
+        # periodic noise (offset persistence, heartbeats, stats) only runs from the simulated date's start
+        assert not any("[persistAll]" in line or "heart beat" in line or "Stats In" in line for line in early)
+    console = _text(topology, "default-boot2-mailer-01/logs/stdout.log*").splitlines()
+    assert console[0].startswith(earlier + " 10:") and "Starting Boot2MailerApplication" in console[0]
+    broker = _text(topology, "rmq-broker-a/logs/rocketmqlogs/**/broker*.log*")
+    assert re.search(
+        rf"^{earlier} 10:\d\d:\d\d INFO HeartbeatThread_1 - new consumer connected, group: GID_report_builder ",
+        broker,
+        re.M,
+    )
+    # started_days_before 0: in the date's first minute, and nothing is delivered before the consumer is up
+    checker = _text(topology, "default-day-checker-01/logs/rocketmqlogs/rocketmq_client.log*").split("\r\n")
+    assert re.match(
+        r"2026-11-20 00:00:[2-4]\d,\d{3} INFO RocketmqClient - the consumer \[GID_day_checker\] start beginning",
+        checker[0],
+    )
+    started = _dt.datetime.fromisoformat(checker[0][:19].replace(" ", "T") + "+08:00")
+    for r in _truth(topology, "lifecycles.csv"):
+        if r["consumer_group"] == "GID_day_checker":
+            first = _dt.datetime.fromisoformat(r["delivery_times"].split(";")[0].replace("Z", "+00:00"))
+            assert first > started
+    manifest = json.loads((topology / "_truth" / "manifest.json").read_text(encoding="utf-8"))
+    assert manifest["groups"]["GID_report_builder"]["started_days_before"] == 3
+    for source in parse_config({"sources": manifest["sources"]}).sources:
+        assert _files(topology, source.glob_for(DATE.isoformat())), source
+
+
+def test_applications_must_agree(tmp_path: pathlib.Path) -> None:
+    scenario = tmp_path / "s.yaml"
+    scenario.write_text(
+        "groups:\n  GID_a: {app: spring, application: shop}\n  GID_b: {app: spring, application: shop, instances: 2}\n",
+        encoding="utf-8",
+    )
+    config = parse_config({"groups": {"GID_a": {}, "GID_b": {}}})
+    with pytest.raises(UserError, match=r"GID_a and GID_b share application 'shop' .* differ in instances: 1 vs 2"):
+        simulate(config, _settings(tmp_path / "x", messages=5, scenario=load_scenario(scenario)))
+    for bad, match in (
+        ("spring_pattern: boot4-file", "spring_pattern: expected one of boot3-file"),
+        ("client_version: 4.9", "quoted string"),
+        ('client_version: "5.0.0"', "not model"),
+        ('spring_version: "2.1.1"', "spring_version: expected one of"),
+        ("started_days_before: -1", "started_days_before: expected an integer >= 0"),
+    ):
+        scenario.write_text(f"groups:\n  GID_a: {{{bad}}}\n", encoding="utf-8")
+        with pytest.raises(UserError, match=match):
+            load_scenario(scenario)
+
+
+TOPOLOGIES = ROOT / "benchmarks" / "topologies"
+
+
+@pytest.mark.parametrize(
+    "name", ["shared-topic", "spring-multi-container", "grpc-shared", "broadcast", "started-earlier"]
+)
+def test_topology_fixtures_simulate_and_their_sources_match(name: str, tmp_path: pathlib.Path) -> None:
+    config = load_config(TOPOLOGIES / f"{name}.yaml")
+    assert all(source.consumer_group is None for source in config.sources)  # attribution must do without
+    out = tmp_path / "landing"
+    settings = _settings(
+        out, messages=40, seed=3, noise=0, scenario=load_scenario(TOPOLOGIES / f"{name}-scenario.yaml")
+    )
+    simulate(config, settings)
+    assert set(load_scenario(TOPOLOGIES / f"{name}-scenario.yaml")) == set(config.groups)
+    for source in config.sources:
+        assert _files(out, source.glob_for(DATE.isoformat())), (name, source.path)
+    manifest = json.loads((out / "_truth" / "manifest.json").read_text(encoding="utf-8"))
+    for source in parse_config({"sources": manifest["sources"]}).sources:
+        assert _files(out, source.glob_for(DATE.isoformat())), (name, source.path)

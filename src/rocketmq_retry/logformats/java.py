@@ -192,6 +192,106 @@ def topic_config_to_string(
     )
 
 
+def message_queue_hash(topic: str, broker_name: str, queue_id: int) -> int:
+    """``MessageQueue.hashCode()`` (31-based over brokerName, queueId, topic) as an unsigned 32-bit value."""
+    h = 31 + java_string_hash(broker_name)
+    h = (31 * h + queue_id) & 0xFFFFFFFF
+    return (31 * h + java_string_hash(topic)) & 0xFFFFFFFF
+
+
+def message_queue_set_order(topic: str, broker_name: str, queue_ids: Iterable[int]) -> list[int]:
+    """Queue ids in the order a ``HashSet<MessageQueue>`` filled in ``queue_ids`` order iterates them (the
+    ``rebalanceResultSet`` / ``mqSet`` renderings and the order of the ``doRebalance, …`` lines)."""
+    ids = list(queue_ids)
+    mask = hashmap_capacity(len(ids)) - 1
+    keyed = []
+    for n, q in enumerate(ids):
+        h = message_queue_hash(topic, broker_name, q)
+        keyed.append(((h ^ (h >> 16)) & mask, n, q))
+    return [q for _, _, q in sorted(keyed)]
+
+
+def message_queue_set_to_string(topic: str, broker_name: str, queue_ids: Iterable[int]) -> str:
+    """``HashSet<MessageQueue>.toString()``: ``[MessageQueue [...], MessageQueue [...]]`` in hash order."""
+    order = message_queue_set_order(topic, broker_name, queue_ids)
+    return "[" + ", ".join(message_queue_to_string(topic, broker_name, q) for q in order) + "]"
+
+
+def pull_request_to_string(consumer_group: str, mq: str, next_offset: int) -> str:
+    """4.x ``PullRequest.toString()``, logged by ``doRebalance, {}, add a new pull request {}``."""
+    return f"PullRequest [consumerGroup={consumer_group}, messageQueue={mq}, nextOffset={next_offset}]"
+
+
+def grpc_message_queue_to_string(broker_name: str, topic: str, queue_id: int) -> str:
+    """gRPC SDK ``MessageQueueImpl.toString()``: ``brokerName + "." + topic + "." + queueId``."""
+    return f"{broker_name}.{topic}.{queue_id}"
+
+
+# --- versions and thread names ------------------------------------------------------------------------------------
+
+ClientVersion = tuple[int, int, int]
+
+
+def parse_version(text: str) -> ClientVersion:
+    """``"4.9.4"`` → ``(4, 9, 4)`` (``"5.3"`` means ``5.3.0``); ``ValueError`` for anything else."""
+    parts = str(text).strip().split(".")
+    if not 2 <= len(parts) <= 3 or not all(p.isdigit() for p in parts):
+        raise ValueError(f"{text!r} is not a version (write MAJOR.MINOR.PATCH, e.g. '4.9.4')")
+    major, minor, patch = (int(p) for p in (*parts, "0")[:3])
+    return major, minor, patch
+
+
+def version_text(version: ClientVersion) -> str:
+    return ".".join(str(p) for p in version)
+
+
+# Consume threads carry the group from rocketmq-all-4.9.3 (commit d5be91fa00, ISSUE #3789); the scheduled and
+# clean-expire pools from 5.1.1 (commit fe0a0a0789, ISSUE #6440). POP consume services never do.
+GROUP_IN_CONSUME_THREAD_SINCE: ClientVersion = (4, 9, 3)
+GROUP_IN_SCHEDULED_THREAD_SINCE: ClientVersion = (5, 1, 1)
+
+
+def consume_thread_name(group: str, n: int, client_version: ClientVersion, pop: bool = False) -> str:
+    """The remoting client's consume thread: ``ConsumeMessageThread_<group>_<n>`` (4.9.3+; the group cut to 100
+    characters) or ``ConsumeMessageThread_<n>`` (older clients, and every POP consume service). ``n`` counts from 1
+    per pool (``ThreadFactoryImpl``)."""
+    if pop or client_version < GROUP_IN_CONSUME_THREAD_SINCE:
+        return f"ConsumeMessageThread_{n}"
+    return f"ConsumeMessageThread_{group[:100]}_{n}"
+
+
+def scheduled_thread_name(prefix: str, group: str, n: int, client_version: ClientVersion) -> str:
+    """``ConsumeMessageScheduledThread_`` / ``CleanExpireMsgScheduledThread_`` + (5.1.1+: ``<group>_``) + n."""
+    if client_version < GROUP_IN_SCHEDULED_THREAD_SINCE:
+        return f"{prefix}{n}"
+    return f"{prefix}{group[:100]}_{n}"
+
+
+# rocketmq-spring releases and the rocketmq-client each bundles (rocketmq-spring-boot-parent/pom.xml).
+SPRING_BUNDLED_CLIENT: dict[str, ClientVersion] = {
+    "2.2.0": (4, 8, 0),
+    "2.2.1": (4, 9, 1),
+    "2.2.2": (4, 9, 3),
+    "2.2.3": (5, 0, 0),
+    "2.3.0": (5, 2, 0),
+    "2.3.1": (5, 3, 0),
+    "2.3.2": (5, 3, 1),
+    "2.3.3": (5, 3, 1),
+    "2.3.4": (5, 3, 2),
+    "2.3.5": (5, 3, 2),
+}
+
+
+def spring_version_for_client(client_version: ClientVersion) -> str:
+    """The newest rocketmq-spring release whose bundled client is not newer than ``client_version`` (an
+    application runs its release's client or overrides it with a newer one); 2.2.0 for anything older."""
+    best = "2.2.0"
+    for spring, bundled in SPRING_BUNDLED_CLIENT.items():
+        if bundled <= client_version and parse_version(spring) >= parse_version(best):
+            best = spring
+    return best
+
+
 def listener_container_to_string(
     consumer_group: str,
     name_server: str,
@@ -201,17 +301,32 @@ def listener_container_to_string(
     selector_expression: str = "*",
     namespace: str = "",
     instance_name: str = "DEFAULT",
+    spring_version: str = "2.3.0",
 ) -> str:
-    """rocketmq-spring ``DefaultRocketMQListenerContainer.toString()`` (HEAD), logged as ``running container: {}``.
+    """rocketmq-spring ``DefaultRocketMQListenerContainer.toString()``, logged as ``running container: {}``.
 
-    The stray quote after ``messageModel`` is in the source (``", messageModel=" + messageModel + '\\''``).
+    - 2.2.0–2.2.1: consumerGroup, nameServer, topic, consumeMode, selectorType, selectorExpression, messageModel;
+    - 2.2.2: + namespace, + tlsEnable, and a stray quote after messageModel (``", messageModel=" + messageModel +
+      '\\''``);
+    - 2.2.3–2.3.0: + instanceName;
+    - 2.3.1+: + namespaceV2 after namespace.
     """
-    return (
-        f"DefaultRocketMQListenerContainer{{consumerGroup='{consumer_group}', namespace='{namespace}', "
+    v = parse_version(spring_version)
+    head = f"DefaultRocketMQListenerContainer{{consumerGroup='{consumer_group}', "
+    if v >= (2, 2, 2):
+        head += f"namespace='{namespace}', "
+    if v >= (2, 3, 1):
+        head += "namespaceV2='', "
+    body = (
         f"nameServer='{name_server}', topic='{topic}', consumeMode={consume_mode}, selectorType=TAG, "
-        f"selectorExpression='{selector_expression}', messageModel={message_model}', tlsEnable=false, "
-        f"instanceName={instance_name}}}"
+        f"selectorExpression='{selector_expression}', messageModel={message_model}"
     )
+    if v < (2, 2, 2):
+        return head + body + "}"
+    tail = "', tlsEnable=false"
+    if v >= (2, 2, 3):
+        tail += f", instanceName={instance_name}"
+    return head + body + tail + "}"
 
 
 # --- message ids --------------------------------------------------------------------------------------------------

@@ -8,9 +8,17 @@ line that the Spark parser uses to split a file into entries. A physical line th
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from rocketmq_retry.logformats.java import abbreviate_logger, pad_truncate_left
-from rocketmq_retry.logformats.timefmt import BROKER_TS, CLIENT_4X_TS, CLIENT_5X_TS, SPRING_TS
+from rocketmq_retry.logformats.timefmt import (
+    BROKER_TS,
+    CLIENT_4X_TS,
+    CLIENT_5X_TS,
+    SPRING_BOOT2_TS,
+    SPRING_TS,
+    TimestampLayout,
+)
 
 CRLF = "\r\n"
 LF = "\n"
@@ -93,16 +101,83 @@ def render_stats(ts: str, message: str, level: str = "INFO") -> str:
 
 
 # --- spring-listener ----------------------------------------------------------------------------------------
-# Spring Boot 3.x default file pattern (logback defaults.xml, no correlation id, no application-name group):
-#   %d{yyyy-MM-dd'T'HH:mm:ss.SSSXXX} %5p ${PID} --- [%t] %-40.40logger{39} : %m%n%wEx
-# %wEx puts an empty line before and after the stack trace.
+# Spring Boot's default logback patterns (spring-boot defaults.xml; no correlation id):
+#   Boot 3 file     %d{yyyy-MM-dd'T'HH:mm:ss.SSSXXX} %5p ${PID:-} --- [%t] %-40.40logger{39} : %m%n%wEx
+#   Boot 3 console  %d{yyyy-MM-dd'T'HH:mm:ss.SSSXXX} %5p ${PID:-} --- [%15.15t] %-40.40logger{39} : %m%n%wEx
+#                   (3.2+: "--- [<spring.application.name>] [%15.15t] " when the application name is set)
+#   Boot 2 file     %d{yyyy-MM-dd HH:mm:ss.SSS} %5p ${PID:- } --- [%t] %-40.40logger{39} : %m%n%wEx
+#   Boot 2 console  %d{yyyy-MM-dd HH:mm:ss.SSS} %5p ${PID:- } --- [%15.15t] %-40.40logger{39} : %m%n%wEx
+# %wEx puts an empty line before and after the stack trace. %15.15t left-pads the thread name to 15 characters and
+# keeps its LAST 15 (logback truncates from the left): ConsumeMessageThread_18 -> "essageThread_18", main -> 11
+# spaces + "main".
 SPRING_PATTERN = "%d{yyyy-MM-dd'T'HH:mm:ss.SSSXXX} %5p ${PID} --- [%t] %-40.40logger{39} : %m%n%wEx"
 SPRING_LINE_ENDING = LF
 SPRING_CONTAINER_LOGGER = "org.apache.rocketmq.spring.support.DefaultRocketMQListenerContainer"
+SPRING_THREAD_WIDTH = 15  # the console patterns' %15.15t
+
+
+@dataclass(frozen=True)
+class SpringPattern:
+    """One of Spring Boot's default logback patterns."""
+
+    name: str  # the scenario's spring_pattern value
+    java_pattern: str
+    ts: TimestampLayout
+    thread_width: int | None  # 15 for %15.15t (console), None for %t (file)
+    application_name: bool = False  # Boot 3.2+: "[<spring.application.name>] " before the thread
+    console: bool = False  # written to standard output (captured to a file), not by logback's file appender
+
+    @property
+    def boot_major(self) -> int:
+        return 2 if self.ts is SPRING_BOOT2_TS else 3
+
+
+SPRING_BOOT3_FILE = SpringPattern("boot3-file", SPRING_PATTERN, SPRING_TS, None)
+SPRING_BOOT3_CONSOLE = SpringPattern(
+    "boot3-console",
+    "%d{yyyy-MM-dd'T'HH:mm:ss.SSSXXX} %5p ${PID:-} --- [%15.15t] %-40.40logger{39} : %m%n%wEx",
+    SPRING_TS,
+    SPRING_THREAD_WIDTH,
+    console=True,
+)
+SPRING_BOOT3_CONSOLE_APPNAME = SpringPattern(
+    "boot3-console-appname",
+    "%d{yyyy-MM-dd'T'HH:mm:ss.SSSXXX} %5p ${PID:-} --- %esb(){APPLICATION_NAME}[%15.15t] %-40.40logger{39} : %m%n%wEx",
+    SPRING_TS,
+    SPRING_THREAD_WIDTH,
+    application_name=True,
+    console=True,
+)
+SPRING_BOOT2_FILE = SpringPattern(
+    "boot2-file",
+    "%d{yyyy-MM-dd HH:mm:ss.SSS} %5p ${PID:- } --- [%t] %-40.40logger{39} : %m%n%wEx",
+    SPRING_BOOT2_TS,
+    None,
+)
+SPRING_BOOT2_CONSOLE = SpringPattern(
+    "boot2-console",
+    "%d{yyyy-MM-dd HH:mm:ss.SSS} %5p ${PID:- } --- [%15.15t] %-40.40logger{39} : %m%n%wEx",
+    SPRING_BOOT2_TS,
+    SPRING_THREAD_WIDTH,
+    console=True,
+)
+SPRING_PATTERNS: dict[str, SpringPattern] = {
+    p.name: p
+    for p in (
+        SPRING_BOOT3_FILE,
+        SPRING_BOOT3_CONSOLE,
+        SPRING_BOOT3_CONSOLE_APPNAME,
+        SPRING_BOOT2_FILE,
+        SPRING_BOOT2_CONSOLE,
+    )
+}
+# Any of the patterns above (the thread group keeps %15.15t's padding; the application-name group is optional).
 SPRING_LINE_RE = (
     r"^(?P<ts>"
     + SPRING_TS.regex
-    + r") +(?P<level>TRACE|DEBUG|INFO|WARN|ERROR) (?P<pid>\d+) --- \[(?P<thread>[^\]]*)\] "
+    + "|"
+    + SPRING_BOOT2_TS.regex
+    + r") +(?P<level>TRACE|DEBUG|INFO|WARN|ERROR) (?P<pid>\d+) --- (?:\[(?P<app>[^\]]*)\] )?\[(?P<thread>[^\]]*)\] "
     r"(?P<logger>\S+) *: (?P<msg>.*)$"
 )
 
@@ -112,10 +187,29 @@ def spring_logger_field(logger_fqcn: str) -> str:
     return pad_truncate_left(abbreviate_logger(logger_fqcn, 39), 40)
 
 
+def thread_field(thread: str, width: int | None) -> str:
+    """``%t`` (``width`` None) or ``%W.Wt``: left-padded to ``width``, longer names keep their last ``width`` chars."""
+    if width is None:
+        return thread
+    return thread[-width:].rjust(width)
+
+
 def render_spring(
-    ts: str, level: str, pid: int, thread: str, logger_fqcn: str, message: str, throwable: Sequence[str] = ()
+    ts: str,
+    level: str,
+    pid: int,
+    thread: str,
+    logger_fqcn: str,
+    message: str,
+    throwable: Sequence[str] = (),
+    pattern: SpringPattern = SPRING_BOOT3_FILE,
+    application_name: str = "",
 ) -> str:
-    out = f"{ts} {level:>5} {pid} --- [{thread}] {spring_logger_field(logger_fqcn)} : {message}\n"
+    app = f"[{application_name}] " if pattern.application_name and application_name else ""
+    out = (
+        f"{ts} {level:>5} {pid} --- {app}[{thread_field(thread, pattern.thread_width)}] "
+        f"{spring_logger_field(logger_fqcn)} : {message}\n"
+    )
     if throwable:
         out += "\n" + "\n".join(throwable) + "\n\n"
     return out

@@ -61,6 +61,25 @@ L_P1_520_LITERAL = "sendKernelImpl exception, resend at once, InvokeID: %s, RT: 
 L_P3 = "Send [{}] times, still failed, cost [{}]ms, Topic: {}, BrokersSent: {}"
 FAQ_SEND_MSG_FAILED = "See http://rocketmq.apache.org/docs/faq/ for further details."
 
+# --- remoting client lines that name a group and its topics (no retry transition; start-up and periodic) ---------
+# The client log's evidence of which group an application instance runs (rocketmq-facts Q7, Q12).
+C_CONSUMER_START = "the consumer [{}] start beginning. messageModel={}, isUnitMode={}"  # DefaultMQPushConsumerImpl
+C_CONSUMER_START_OK = "the consumer [{}] start OK."
+_REBALANCED = (
+    "rebalanced result changed. allocateMessageQueueStrategyName={}, group={}, topic={}, clientId={}, mqAllSize={}, "
+    "cidAllSize={}, rebalanceResultSize={}, rebalanceResultSet={}"
+)
+C_REBALANCED_4X = _REBALANCED  # RebalanceImpl#rebalanceByTopic, CLUSTERING, 4.x
+C_REBALANCED_5X = "client " + _REBALANCED  # 5.0.0+ ("broker rebalanced result changed. …" is the POP form)
+C_BROKER_REBALANCED = (  # RebalanceImpl#getRebalanceResultFromBroker, 5.x (POP / clientRebalance=false)
+    "broker rebalanced result changed. allocateMessageQueueStrategyName={}, group={}, topic={}, clientId={}, "
+    "assignmentSet={}"
+)
+C_MQ_CHANGED = "messageQueueChanged {} {} {} {}"  # BROADCASTING: group, topic, mqSet, mqSet
+C_ADD_MQ = "doRebalance, {}, add a new mq, {}"  # RebalanceImpl#updateProcessQueueTableInRebalance
+C_ADD_PULL_REQUEST = "doRebalance, {}, add a new pull request {}"  # RebalancePushImpl#dispatchPullRequest, 4.x only
+C_PERSIST_ALL = "[persistAll] Group: {} ClientId: {} updateConsumeOffsetToBroker {} {}"  # RemoteBrokerOffsetStore
+
 # --- gRPC Java SDK (§5.3, §5.6, §6.2) -----------------------------------------------------------------------
 _GRPC_CONSUME_TASK = "org.apache.rocketmq.client.java.impl.consumer.ConsumeTask"
 _GRPC_PQ = "org.apache.rocketmq.client.java.impl.consumer.ProcessQueueImpl"

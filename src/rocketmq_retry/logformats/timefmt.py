@@ -45,12 +45,20 @@ CLIENT_5X_TS = TimestampLayout(
 BROKER_TS = TimestampLayout(
     "broker", "yyy-MM-dd HH:mm:ss,GMT+8", "yyyy-MM-dd HH:mm:ss", r"\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}", False
 )
-# Spring Boot 3.x default file pattern: %d{yyyy-MM-dd'T'HH:mm:ss.SSSXXX} in the application's zone.
+# Spring Boot 3.x default file and console patterns: %d{yyyy-MM-dd'T'HH:mm:ss.SSSXXX} in the application's zone.
 SPRING_TS = TimestampLayout(
     "spring",
     "yyyy-MM-dd'T'HH:mm:ss.SSSXXX",
     "yyyy-MM-dd'T'HH:mm:ss.SSSXXX",
     r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}(?:Z|[+-]\d{2}:\d{2})",
+    True,
+)
+# Spring Boot 2.x default patterns (file and console): %d{yyyy-MM-dd HH:mm:ss.SSS}, no zone, the application's zone.
+SPRING_BOOT2_TS = TimestampLayout(
+    "spring-boot2",
+    "yyyy-MM-dd HH:mm:ss.SSS",
+    "yyyy-MM-dd HH:mm:ss.SSS",
+    r"\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}\.\d{3}",
     True,
 )
 

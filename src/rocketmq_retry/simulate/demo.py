@@ -30,7 +30,9 @@ groups:
   GID_order_state_machine: {consume_mode: orderly, max_reconsume_times: 2}
   GID_welcome_email: {max_reconsume_times: 2}
   GID_crm_sync: {}
-  GID_invoice_mailer: {max_reconsume_times: 3}   # a Spring Boot application (rocketmq-spring)
+  GID_invoice_mailer: {max_reconsume_times: 3}   # a Spring Boot application (rocketmq-spring) with two containers:
+  GID_invoice_reminder: {max_reconsume_times: 2} # the second one (same JVM, same app.log and rocketmq_client.log)
+  GID_invoice_archive: {}                        # a plain 4.x consumer of the Spring application's topic, elsewhere
   # --- 5.2.0 broker ---
   GID_points_accrual: {broker: v5, max_reconsume_times: 4}
   GID_loyalty_spring: {broker: v5, max_reconsume_times: 3}
@@ -47,13 +49,9 @@ sources:
   # application hosts are named <broker key>-<app>-NN: "default-*" run 4.x clients, "v5-*" 5.x and gRPC clients
   - {format: rocketmq-client-4x, path: "default-*/logs/rocketmqlogs/rocketmq_client*.log*", timezone: Asia/Shanghai}
   - {format: rocketmq-client-5x, path: "v5-*/logs/rocketmqlogs/**/rocketmq_client*.log*"}
-  # the gRPC SDK's consumer lines name no group (§6.2): each consumer host's file is given its group here
-  - {format: rocketmq-grpc-client, path: "v5-risk-scoring-[0-9]*/logs/rocketmq/rocketmq-client*.log*",
-     consumer_group: GID_risk_scoring}
-  - {format: rocketmq-grpc-client, path: "v5-settlement-fifo-[0-9]*/logs/rocketmq/rocketmq-client*.log*",
-     consumer_group: GID_settlement_fifo}
-  - {format: rocketmq-grpc-client, path: "v5-audit-simple-[0-9]*/logs/rocketmq/rocketmq-client*.log*",
-     consumer_group: GID_audit_simple}
+  # No source names a consumer group: lines that do not name theirs (rocketmq-spring's "consume message failed",
+  # the gRPC SDK's listener exception, the 4.x broadcasting drop) get it from their own host's evidence: the
+  # running-container line, the consume thread, the RocketMQ client log (docs/reconstruction.md, "Attribution").
   - {format: rocketmq-grpc-client, path: "v5-*/logs/rocketmq/rocketmq-client*.log*"}
   - {format: spring-listener, path: "*/logs/app.log*", timezone: Asia/Shanghai}
   - {format: broker, path: "rmq-broker-*/logs/rocketmqlogs/**/broker*.log*"}
@@ -81,8 +79,14 @@ groups:
                             failure_kinds: {later: 0.6, exception: 0.4}}
   GID_welcome_email: {topic: USER_REGISTERED, tags: signup, key_prefix: USR, behaviour: {ok: 0.5, always: 0.5}}
   GID_crm_sync: {topic: USER_REGISTERED, tags: signup, key_prefix: USR, behaviour: {ok: 1.0}}
-  GID_invoice_mailer: {topic: INVOICE_ISSUED, tags: pdf, key_prefix: INV, app: spring,
+  # one Spring Boot application (host default-invoice-mailer-01) running two rocketmq-spring containers
+  GID_invoice_mailer: {topic: INVOICE_ISSUED, tags: pdf, key_prefix: INV, app: spring, application: invoice-mailer,
                        behaviour: {ok: 0.6, until: 0.3, always: 0.1}}
+  GID_invoice_reminder: {topic: INVOICE_OVERDUE, tags: overdue, key_prefix: INV, app: spring,
+                         application: invoice-mailer, behaviour: {ok: 0.6, always: 0.4}}
+  # a plain consumer of the same topic on its own host: INVOICE_ISSUED alone does not tell the two groups apart
+  GID_invoice_archive: {topic: INVOICE_ISSUED, tags: pdf, key_prefix: INV, behaviour: {ok: 0.7, until: 0.3},
+                        failure_kinds: {later: 0.8, exception: 0.2}}
   GID_points_accrual: {topic: POINTS_EARNED, tags: points, key_prefix: PTS,
                        behaviour: {ok: 0.6, always: 0.2, sometimes: 0.2}}
   GID_loyalty_spring: {topic: LOYALTY_TIER_CHANGED, tags: tier, key_prefix: LOY, app: spring,

@@ -8,10 +8,11 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from rocketmq_retry.config import Config
+from rocketmq_retry.logformats import java
 from rocketmq_retry.simulate import world
 from rocketmq_retry.simulate.output import Landing
 from rocketmq_retry.simulate.scenario import Settings
-from rocketmq_retry.simulate.sim import CLIENT_4X, CLIENT_5X, GRPC, Simulator
+from rocketmq_retry.simulate.sim import CLIENT_4X, CLIENT_5X, GRPC, GroupRun, Simulator
 
 TRUTH_DIR = "_truth"
 
@@ -62,33 +63,40 @@ def simulate(config: Config, settings: Settings) -> Summary:
 def suggested_sources(sim: Simulator) -> list[dict[str, str]]:
     """``sources:`` entries matching this landing's layout (host directories per client family)."""
     out: list[dict[str, str]] = []
-    hosts: dict[str, list[str]] = {CLIENT_4X: [], CLIENT_5X: [], GRPC: [], "spring": []}
+    hosts: dict[str, list[str]] = {CLIENT_4X: [], CLIENT_5X: [], GRPC: []}
+    spring_files: set[str] = set()
     for inst in sim._all_instances():
         hosts[inst.kind].append(inst.host.name)
-        if inst.app == "spring":
-            hosts["spring"].append(inst.host.name)
+        if inst.app == "spring" and inst.run is not None:
+            spring_files.add("stdout.log" if inst.run.pattern.console else "app.log")
     for h in sorted(set(hosts[CLIENT_4X])):
         out.append({"format": "rocketmq-client-4x", "path": f"{h}/logs/rocketmqlogs/rocketmq_client*.log*",
                     "timezone": sim.zone4x})  # fmt: skip
     for h in sorted(set(hosts[CLIENT_5X])):
         out.append({"format": "rocketmq-client-5x", "path": f"{h}/logs/rocketmqlogs/**/rocketmq_client*.log*"})
-    # gRPC consumer lines name no group (§6.2): a host whose client serves one consumer group says so
-    grpc_group: dict[str, set[str]] = {}
-    for g in sim.groups:
-        for inst in g.instances:
-            if inst.kind == GRPC:
-                grpc_group.setdefault(inst.host.name, set()).add(g.name)
+    # no consumer_group: a gRPC listener line that names none gets it from its host's own evidence (the SDK's
+    # consume-service line) or the one gRPC group the config declares (docs/reconstruction.md, "Attribution")
     for h in sorted(set(hosts[GRPC])):
-        entry = {"format": "rocketmq-grpc-client", "path": f"{h}/logs/rocketmq/rocketmq-client*.log*"}
-        if len(grpc_group.get(h, ())) == 1:
-            entry["consumer_group"] = next(iter(grpc_group[h]))
-        out.append(entry)
-    if hosts["spring"]:
-        out.append({"format": "spring-listener", "path": "*/logs/app.log*", "timezone": sim.zone_app})
+        out.append({"format": "rocketmq-grpc-client", "path": f"{h}/logs/rocketmq/rocketmq-client*.log*"})
+    for name in sorted(spring_files):
+        out.append({"format": "spring-listener", "path": f"*/logs/{name}*", "timezone": sim.zone_app})
     out.append({"format": "broker", "path": "rmq-broker-*/logs/rocketmqlogs/**/broker*.log*"})
     out.append({"format": "broker-stats", "path": "rmq-broker-*/logs/rocketmqlogs/**/stats*.log*"})
     out.append({"format": "trace", "path": "trace/*.trace*"})
     out.append({"format": "message-dump", "path": "dumps/*.jsonl*"})
+    return out
+
+
+def _client_facts(g: GroupRun) -> dict[str, object]:
+    """What shapes the group's lines: client library, rocketmq-spring release and log pattern, start-up day."""
+    if g.run is None or g.kind == GRPC:
+        return {}
+    out: dict[str, object] = {"client_version": java.version_text(g.run.client_version)}
+    if g.run.app == "spring":
+        out["spring_version"] = g.run.spring_version
+        out["spring_pattern"] = g.run.pattern.name
+    if g.run.started_days_before is not None:
+        out["started_days_before"] = g.run.started_days_before
     return out
 
 
@@ -108,9 +116,11 @@ def _write_manifest(landing: Landing, sim: Simulator, settings: Settings, summar
             g.name: {
                 "client": g.kind,
                 "app": g.scenario.app,
+                "application": g.run.name if g.run is not None else "",
                 "topic": g.scenario.topic,
                 "hosts": [i.host.name for i in g.instances],
                 "max_reconsume_times": g.max_reconsume,
+                **_client_facts(g),
             }
             for g in sim.groups
         },

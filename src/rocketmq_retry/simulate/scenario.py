@@ -8,6 +8,43 @@ the run's failure mix. Shape::
       GID_refund_validator: {topic: REFUND_REQUESTED, tags: refund, app: plain, delay_level: -1,
                              behaviour: {always: 1.0}, failure_kinds: {later: 1.0}}
       GID_cache_node: {topic: CACHE_INVALIDATE, instances: 2}
+      GID_invoice_mailer: {topic: INVOICE_ISSUED, app: spring, application: invoice-mailer,
+                           spring_pattern: boot2-console, client_version: "4.9.1", started_days_before: 3}
+
+Keys per group:
+
+- ``topic``, ``tags``, ``key_prefix``: what the group's producer publishes (groups naming one topic share it:
+  every message of the topic reaches each of them);
+- ``app``: ``plain`` (a bare ``DefaultMQPushConsumer``) or ``spring`` (rocketmq-spring's
+  ``DefaultRocketMQListenerContainer``, which writes ``running container: …`` at start-up and ``consume message
+  failed. …`` on each failure to the application's log);
+- ``instances``: how many instances (hosts, JVMs) run the group; broadcasting groups default to 2;
+- ``application``: groups naming the same application run in the same JVMs: one host per instance named
+  ``<broker key>-<application>-NN``, one application log and one ``rocketmq_client.log`` holding every group's
+  lines (each rocketmq-spring container starts its own consumer, with its own client instance). The groups of one
+  application must agree on ``app``, ``instances``, ``spring_pattern``, ``client_version``, ``spring_version``,
+  ``started_days_before``, the broker and the client kind. Default: the group alone, named after the group;
+- ``spring_pattern``: the Spring Boot logback pattern of a ``spring`` application: ``boot3-file`` (default:
+  ``logs/app.log``), ``boot3-console``, ``boot3-console-appname`` (Boot 3.2+ with ``spring.application.name``),
+  ``boot2-file`` (``logs/app.log``) or ``boot2-console``; console patterns are captured to ``logs/stdout.log``
+  and print the thread as ``%15.15t`` (its last 15 characters);
+- ``client_version``: the remoting client library (``"4.9.4"``): consume threads are ``ConsumeMessageThread_<n>``
+  before 4.9.3 and ``ConsumeMessageThread_<group>_<n>`` from it, the scheduled pools carry the group from 5.1.1,
+  4.x clients write the 4.x ``ClientLogger`` layout and ``rebalanced result changed`` (+ ``add a new pull
+  request``), 5.x clients the 5.x logback layout and ``client rebalanced result changed``. Default: the config's
+  ``groups.<g>.client_version`` when it has one, else the bundled client of ``spring_version`` when that is
+  given, else the group's broker version. 5.0.x (still the 4.x layout) is not modelled. gRPC groups ignore it;
+- ``spring_version``: the rocketmq-spring release (2.2.0 to 2.3.5) of a ``spring`` application: the shape of
+  its ``running container`` line and its client ids. Default: the newest release bundling a client no newer than
+  ``client_version`` (4.9.1 → 2.2.1, 4.9.4 → 2.2.2, 5.2.0 → 2.3.0);
+- ``started_days_before``: the instances started this many days before ``--date``: their start-up lines (Spring's
+  ``Starting``/``running container``/``Started``, the client's start-up and rebalance lines, the broker's
+  ``new consumer connected``) are dated D-k (k ≥ 1: around 10:00; 0: in the date's first minute), in the top of the
+  same files or their rolled siblings; periodic lines (offset persistence, heartbeats, stats) start with the date.
+  Default: about 90 s before the date's start (start-up lines dated D-1 23:58);
+- ``delay_level``: ``ConsumeConcurrentlyContext.delayLevelWhenNextConsume`` the listener sets;
+- ``behaviour``, ``failure_kinds``: weights (see ``BEHAVIOURS``, ``FAILURE_KINDS``); ``share``: the fraction of
+  the topic's messages the group receives.
 """
 
 from __future__ import annotations
@@ -21,6 +58,8 @@ from typing import Any
 import yaml
 
 from rocketmq_retry.errors import UserError
+from rocketmq_retry.logformats.java import SPRING_BUNDLED_CLIENT, parse_version
+from rocketmq_retry.logformats.layouts import SPRING_PATTERNS
 
 BEHAVIOURS = ("ok", "always", "sometimes", "until")
 FAILURE_KINDS = ("later", "exception", "null")
@@ -95,6 +134,11 @@ class GroupScenario:
     behaviour: dict[str, float] | None = None  # None = the run's mix
     failure_kinds: dict[str, float] | None = None
     share: float = 1.0  # fraction of the topic's messages this group receives (1.0: all)
+    application: str | None = None  # groups with one application share its hosts and JVMs (None: its own)
+    spring_pattern: str = "boot3-file"  # layouts.SPRING_PATTERNS
+    client_version: str | None = None  # remoting client library; None: config, spring_version's, broker's
+    spring_version: str | None = None  # rocketmq-spring release; None: from the client version
+    started_days_before: int | None = None  # None: about 90 s before the date's start
 
 
 _WORD = re.compile(r"[A-Za-z0-9]+")
@@ -130,7 +174,10 @@ def load_scenario(path: pathlib.Path) -> dict[str, GroupScenario]:
 def _group_scenario(group: str, spec: Any, where: str) -> GroupScenario:
     if not isinstance(spec, dict):
         raise UserError(f"{where}: expected a mapping")
-    known = {"topic", "tags", "key_prefix", "app", "instances", "delay_level", "behaviour", "failure_kinds", "share"}
+    known = {
+        "topic", "tags", "key_prefix", "app", "instances", "delay_level", "behaviour", "failure_kinds", "share",
+        "application", "spring_pattern", "client_version", "spring_version", "started_days_before",
+    }  # fmt: skip
     unknown = sorted(set(spec) - known)
     if unknown:
         raise UserError(f"{where}.{unknown[0]}: unknown key")
@@ -148,6 +195,29 @@ def _group_scenario(group: str, spec: Any, where: str) -> GroupScenario:
         raise UserError(f"{where}: {exc}") from None
     if instances < 1 or not 0 < share <= 1:
         raise UserError(f"{where}: instances must be >= 1 and share in (0, 1]")
+    application = spec.get("application")
+    if application is not None and (not isinstance(application, str) or not _WORD.search(application)):
+        raise UserError(f"{where}.application: expected a name such as 'invoice-mailer', got {application!r}")
+    pattern = str(spec.get("spring_pattern", base.spring_pattern))
+    if pattern not in SPRING_PATTERNS:
+        raise UserError(f"{where}.spring_pattern: expected one of {', '.join(SPRING_PATTERNS)}, got {pattern!r}")
+    client_version = _version(spec.get("client_version"), f"{where}.client_version")
+    if client_version is not None and parse_version(client_version)[0] not in (4, 5):
+        raise UserError(f"{where}.client_version: only 4.x and 5.x clients are modelled, got {client_version!r}")
+    if client_version is not None and parse_version(client_version)[:2] == (5, 0):
+        raise UserError(
+            f"{where}.client_version: {client_version} still writes the 4.x ClientLogger layout with 5.x statements, "
+            "which the simulator does not model; use 4.9.x or 5.1.0 and later"
+        )
+    spring_version = _version(spec.get("spring_version"), f"{where}.spring_version")
+    if spring_version is not None and spring_version not in SPRING_BUNDLED_CLIENT:
+        raise UserError(
+            f"{where}.spring_version: expected one of {', '.join(SPRING_BUNDLED_CLIENT)} (the 'consume message "
+            f"failed. messageId:…' line exists since 2.2.0), got {spring_version!r}"
+        )
+    started = spec.get("started_days_before")
+    if started is not None and (isinstance(started, bool) or not isinstance(started, int) or started < 0):
+        raise UserError(f"{where}.started_days_before: expected an integer >= 0, got {started!r}")
     return GroupScenario(
         group=group,
         topic=str(spec.get("topic", base.topic)),
@@ -159,7 +229,25 @@ def _group_scenario(group: str, spec: Any, where: str) -> GroupScenario:
         behaviour=_weights(behaviour, BEHAVIOURS, f"{where}.behaviour") if behaviour is not None else None,
         failure_kinds=_weights(kinds, FAILURE_KINDS, f"{where}.failure_kinds") if kinds is not None else None,
         share=share,
+        application=application,
+        spring_pattern=pattern,
+        client_version=client_version,
+        spring_version=spring_version,
+        started_days_before=started,
     )
+
+
+def _version(value: Any, where: str) -> str | None:
+    """A version given as a string (``"4.9.4"``); YAML's ``4.9`` float is refused rather than guessed at."""
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise UserError(f'{where}: write the version as a quoted string such as "4.9.4", got {value!r}')
+    try:
+        parse_version(value)
+    except ValueError as exc:
+        raise UserError(f"{where}: {exc}") from None
+    return value.strip()
 
 
 def _weights(value: Any, names: tuple[str, ...], where: str) -> dict[str, float]:

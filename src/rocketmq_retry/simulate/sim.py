@@ -7,6 +7,7 @@ Time is true (broker) time in epoch ms; hosts write with their own clock skew.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as _dt
 import heapq
 import json
@@ -48,6 +49,7 @@ from rocketmq_retry.simulate.truth import Truth
 GMT8 = timefmt.GMT8
 SCHEDULE_TOPIC = "SCHEDULE_TOPIC_XXXX"
 CLIENT_4X, CLIENT_5X, GRPC = "4x", "5x", "grpc"
+NAME_SERVER = "10.0.0.5:9876"
 
 # 5.x client logger classes (rendered with %logger{12})
 C_CMCS = "org.apache.rocketmq.client.impl.consumer.ConsumeMessageConcurrentlyService"
@@ -123,6 +125,30 @@ BUSINESS_ERRORS = (
 
 
 @dataclass
+class AppRun:
+    """One application: the JVMs (one per host) that run one or more consumer groups (scenario ``application``)."""
+
+    name: str  # host stem and Spring Boot application name, e.g. "invoice-mailer"
+    app: str  # plain | spring
+    kind: str  # 4x | 5x | grpc
+    broker_key: str
+    client_version: java.ClientVersion
+    spring_version: str | None
+    pattern: layouts.SpringPattern
+    started_days_before: int | None
+    hosts: list[world.Host] = field(default_factory=list)
+    groups: list[GroupRun] = field(default_factory=list)
+
+    @property
+    def package(self) -> str:
+        return "com.example." + "".join(w for w in self.name.split("-") if w)
+
+    @property
+    def main_class(self) -> str:
+        return "".join(w.capitalize() for w in self.name.split("-") if w) + "Application"
+
+
+@dataclass
 class Instance:
     """One client process of a consumer group (or a producer)."""
 
@@ -131,6 +157,10 @@ class Instance:
     app: str  # plain | spring
     client_id: str
     index: int
+    client_version: java.ClientVersion = (4, 9, 4)
+    run: AppRun | None = None  # the application (None for producers)
+    grpc_index: int = 0  # the gRPC SDK's per-JVM client index (ClientId), also in its thread names
+    ready_at: int = 0  # the consumer has started and rebalanced: deliveries wait for it
     trace_buf: list[str] = field(default_factory=list)
     trace_keys: list[str] = field(default_factory=list)
     trace_flush_at: int | None = None
@@ -150,6 +180,7 @@ class GroupRun:
     kind: str
     instances: list[Instance]
     max_reconsume: int
+    run: AppRun | None = None
 
     @property
     def broadcasting(self) -> bool:
@@ -244,57 +275,74 @@ class Simulator:
             if unknown:
                 raise UserError(f"simulate: --groups names groups the config does not define: {', '.join(unknown)}")
             names = [n for n in names if n in self.s.groups]
-        ip = 20
+        self.ip = 20
         for bname in sorted(self.config.brokers):
             b = self.config.brokers[bname]
             letter = chr(ord("a") + len(self.brokers))
             host = world.make_host(self.rng, f"rmq-broker-{letter}", f"10.0.0.{11 + len(self.brokers)}", 0, GMT8)
             self.brokers[bname] = world.Broker(f"broker-{letter}", host, b.major, b.version)
+        self.apps: dict[tuple[str, str], AppRun] = {}
         for name in names:
             policy = self.config.group_policy(name)
             scen = self.s.scenario.get(name) or default_scenario(name)
             bkey = self.config.group_config(name).broker
             broker = self.brokers[bkey]
+            client_version = self._client_version(name, scen, broker)
+            if scen.client_version is not None and hasattr(policy, "client_version"):
+                # the engine's client-side rules follow the client the logs show
+                policy = dataclasses.replace(policy, client_version=client_version)
             if policy.protocol is Protocol.GRPC or policy.consume_mode is ConsumeMode.SIMPLE:
                 kind = GRPC
             else:
-                kind = CLIENT_5X if broker.major >= 5 else CLIENT_4X
+                kind = CLIENT_5X if client_version[0] >= 5 else CLIENT_4X
+                if policy.consume_mode is ConsumeMode.POP and kind != CLIENT_5X:
+                    raise UserError(f"simulate: group {name} consumes with POP, which needs a 5.x client")
             app = scen.app if kind != GRPC else "plain"
             count = (
                 scen.instances
                 if scen.instances > 1
                 else (2 if policy.message_model is MessageModel.BROADCASTING else 1)
             )
+            spring_version = None
+            if app == "spring":
+                spring_version = scen.spring_version or java.spring_version_for_client(client_version)
+            run = self._application(name, scen, kind, app, bkey, client_version, spring_version, count)
             instances = []
-            stem = _host_stem(name)
-            for i in range(count):
-                ip += 1
-                zone = self.zone_app if app == "spring" else (self.zone4x if kind == CLIENT_4X else GMT8)
-                # hosts are named <broker key>-<app>-NN: one "cluster" of applications per broker, so a config can
-                # tell 4.x from 5.x client files by directory (examples/rocketmq-retry.yaml does)
-                host = world.make_host(
-                    self.rng, f"{_slug(bkey)}-{stem}-{i + 1:02d}", f"10.0.1.{ip}", self.s.max_skew_ms, zone
-                )
-                cid = f"{host.ip}@{host.pid}#{self.rng.getrandbits(40)}"
-                instances.append(Instance(host, kind, app, cid, i, trace_group=name, broker=broker))
-            self.groups.append(GroupRun(name, policy, scen, kind, instances, effective_max_reconsume_times(policy)))
-        for g in self.groups:
-            topic = g.scenario.topic
-            if topic in self.producers:
-                if g.kind == GRPC:
-                    self.producers[topic].kind = GRPC
-                continue
-            ip += 1
+            for i, host in enumerate(run.hosts):
+                nano = self.rng.getrandbits(40)
+                grpc_index = sum(1 for other in run.groups if other.kind == GRPC)
+                cid = self._client_id(host, kind, policy.message_model, spring_version, grpc_index, nano)
+                inst = Instance(host, kind, app, cid, i, trace_group=name, broker=broker)
+                inst.client_version, inst.run, inst.grpc_index = client_version, run, grpc_index
+                instances.append(inst)
+            g = GroupRun(name, policy, scen, kind, instances, effective_max_reconsume_times(policy), run)
+            run.groups.append(g)
+            self.groups.append(g)
+        hosts: dict[str, str] = {}
+        for run in self.apps.values():
+            for host in run.hosts:
+                if hosts.setdefault(host.name, run.name) != run.name:
+                    raise UserError(
+                        f"simulate: applications {hosts[host.name]!r} and {run.name!r} would both run on host "
+                        f"{host.name}; rename one (scenario groups.<g>.application)"
+                    )
+        for topic in dict.fromkeys(g.scenario.topic for g in self.groups):
+            readers = [g for g in self.groups if g.scenario.topic == topic]
+            first = readers[0]
+            # a topic read by a gRPC group is published with the gRPC SDK (its message ids, its log lines)
+            kind = GRPC if any(g.kind == GRPC for g in readers) else first.kind
+            self.ip += 1
             stem = topic.lower().replace("_", "-") + "-svc"
-            bkey = self.config.group_config(g.name).broker
-            zone = GMT8 if g.kind != CLIENT_4X else self.zone4x
-            host = world.make_host(self.rng, f"{_slug(bkey)}-{stem}-01", f"10.0.2.{ip}", self.s.max_skew_ms, zone)
+            bkey = self.config.group_config(first.name).broker
+            zone = GMT8 if kind != CLIENT_4X else self.zone4x
+            host = world.make_host(self.rng, f"{_slug(bkey)}-{stem}-01", f"10.0.2.{self.ip}", self.s.max_skew_ms, zone)
             inst = Instance(
-                host, g.kind, "plain", f"{host.ip}@{host.pid}#{self.rng.getrandbits(40)}", 0, broker=self.broker_of(g)
+                host, kind, "plain", f"{host.ip}@{host.pid}#{self.rng.getrandbits(40)}", 0, broker=self.broker_of(first)
             )
+            inst.client_version = first.instances[0].client_version
             pgroup = "PID_" + topic.lower()
             inst.trace_group = pgroup
-            self.producers[topic] = Producer(topic, pgroup, inst, g.kind, self.broker_of(g))
+            self.producers[topic] = Producer(topic, pgroup, inst, kind, self.broker_of(first))
         for g in self.groups:
             if self.broker_of(g) is not self.producers[g.scenario.topic].broker:
                 raise UserError(
@@ -305,6 +353,98 @@ class Simulator:
                 raise UserError(
                     f"simulate: group {g.name} uses gRPC, which needs a 5.x broker (config brokers.*.version)"
                 )
+
+    def _client_version(self, name: str, scen: GroupScenario, broker: world.Broker) -> java.ClientVersion:
+        """The scenario's, else the config's ``groups.<g>.client_version``, else ``spring_version``'s bundled
+        client, else the broker's version."""
+        configured = getattr(self.config.group_config(name), "client_version", None)
+        config_version: java.ClientVersion | None = None
+        if isinstance(configured, tuple) and len(configured) == 3 and configured[0]:
+            config_version = tuple(int(p) for p in configured)  # type: ignore[assignment]
+        elif isinstance(configured, str) and configured.strip():
+            config_version = java.parse_version(configured)
+        if scen.client_version is not None:
+            mine = java.parse_version(scen.client_version)
+            if config_version is not None and config_version != mine:
+                raise UserError(
+                    f"simulate: group {name}: the scenario's client_version {scen.client_version} differs from the "
+                    f"config's {java.version_text(config_version)}; set it in one place"
+                )
+            return mine
+        if config_version is not None:
+            return config_version
+        if scen.spring_version is not None and scen.app == "spring":
+            return java.SPRING_BUNDLED_CLIENT[scen.spring_version]
+        return java.parse_version(broker.version)
+
+    def _application(
+        self,
+        group: str,
+        scen: GroupScenario,
+        kind: str,
+        app: str,
+        bkey: str,
+        client_version: java.ClientVersion,
+        spring_version: str | None,
+        count: int,
+    ) -> AppRun:
+        """The group's application: a new one (with its hosts), or the one it shares with earlier groups."""
+        key = ("application", scen.application) if scen.application else ("group", group)
+        pattern = layouts.SPRING_PATTERNS[scen.spring_pattern]
+        run = self.apps.get(key)
+        if run is not None:
+            first = run.groups[0].name
+            mine = {
+                "app": app, "client kind": kind, "broker": bkey, "instances": count,
+                "spring_pattern": pattern.name, "client_version": java.version_text(client_version),
+                "spring_version": spring_version, "started_days_before": scen.started_days_before,
+            }  # fmt: skip
+            theirs = {
+                "app": run.app, "client kind": run.kind, "broker": run.broker_key, "instances": len(run.hosts),
+                "spring_pattern": run.pattern.name, "client_version": java.version_text(run.client_version),
+                "spring_version": run.spring_version, "started_days_before": run.started_days_before,
+            }  # fmt: skip
+            for what, value in mine.items():
+                if value != theirs[what]:
+                    raise UserError(
+                        f"simulate: groups {first} and {group} share application {run.name!r} (one JVM per host) "
+                        f"but differ in {what}: {theirs[what]!r} vs {value!r}; make them agree in the scenario"
+                    )
+            return run
+        name = _slug(scen.application) if scen.application else _host_stem(group)
+        run = AppRun(name, app, kind, bkey, client_version, spring_version, pattern, scen.started_days_before)
+        for i in range(count):
+            self.ip += 1
+            zone = self.zone_app if app == "spring" else (self.zone4x if kind == CLIENT_4X else GMT8)
+            # hosts are named <broker key>-<application>-NN: one "cluster" of applications per broker, so a config
+            # can tell 4.x from 5.x client files by directory (examples/rocketmq-retry.yaml does)
+            run.hosts.append(
+                world.make_host(
+                    self.rng, f"{_slug(bkey)}-{name}-{i + 1:02d}", f"10.0.1.{self.ip}", self.s.max_skew_ms, zone
+                )
+            )
+        self.apps[key] = run
+        return run
+
+    def _client_id(
+        self,
+        host: world.Host,
+        kind: str,
+        model: MessageModel,
+        spring_version: str | None,
+        grpc_index: int,
+        nano: int,
+    ) -> str:
+        """``ClientConfig.buildMQClientId`` (``ip@instanceName``) as each client sets its instance name, or the gRPC
+        SDK's ``ClientId`` (``hostName@pid@index@nanoTime base 36``)."""
+        if kind == GRPC:
+            return f"{host.name}@{host.pid}@{grpc_index}@{_base36(nano)}"
+        if spring_version is not None and java.parse_version(spring_version) < (2, 2, 3):
+            # rocketmq-spring 2.2.0-2.2.2: setInstanceName(RocketMQUtil.getInstanceName(nameServer))
+            return f"{host.ip}@{NAME_SERVER}@{host.pid}@{nano}"
+        if model is MessageModel.BROADCASTING:
+            return f"{host.ip}@DEFAULT"  # changeInstanceNameToPID() runs for CLUSTERING only
+        return f"{host.ip}@{host.pid}#{nano}"
 
     def broker_of(self, g: GroupRun) -> world.Broker:
         return self.brokers[self.config.group_config(g.name).broker]
@@ -376,10 +516,14 @@ class Simulator:
     def spring_line(
         self, inst: Instance, when: int, level: str, logger: str, thread: str, msg: str, tb: list[str] | None = None
     ) -> None:
+        """One entry of the Spring Boot application's log, in its pattern (file: logs/app.log, console: stdout)."""
+        pattern = inst.run.pattern if inst.run is not None else layouts.SPRING_BOOT3_FILE
         ms = when + inst.host.skew_ms
-        ts = self.sinks.clock(timefmt.SPRING_TS, self.zone_app).format(ms)
-        text = layouts.render_spring(ts, level, inst.host.pid, thread, logger, msg, tb or ())
-        self.sinks.put(self.sinks.file(world.spring_spec(inst.host.name)), text, ts)
+        ts = self.sinks.clock(pattern.ts, self.zone_app).format(ms)
+        app_name = inst.run.name if inst.run is not None else ""
+        text = layouts.render_spring(ts, level, inst.host.pid, thread, logger, msg, tb or (), pattern, app_name)
+        spec = world.spring_console_spec if pattern.console else world.spring_spec
+        self.sinks.put(self.sinks.file(spec(inst.host.name)), text, ts)
 
     def broker_line(self, broker: world.Broker, when: int, file: str, level: str, thread: str, msg: str) -> None:
         ts = self.clock_broker.format(when)
@@ -398,18 +542,53 @@ class Simulator:
 
     def _schedule_startup(self) -> None:
         start = self.day_start - 90_000
-        for g in self.groups:
-            broker = self.broker_of(g)
-            for inst in g.instances:
-                t = start + self.rng.randint(0, 20_000)
-                self.at(t, self._instance_start, g, inst, broker)
+        for run in self.apps.values():
+            for i in range(len(run.hosts)):
+                self._schedule_boot(run, i, self._boot_time(run, start))
         for p in self.producers.values():
             self.at(start + self.rng.randint(0, 20_000), self._producer_start, p)
+
+    def _boot_time(self, run: AppRun, default_start: int) -> int:
+        """When an instance's JVM starts: ``started_days_before`` k → D-k around 10:00 (k ≥ 1) or in the date's
+        first minute (k = 0); unset → about 90 s before the date's start."""
+        k = run.started_days_before
+        if k is None:
+            return default_start + self.rng.randint(0, 20_000)
+        day_start, _ = timefmt.day_bounds_ms(self.s.date - _dt.timedelta(days=k), self.zone)
+        if k == 0:
+            return day_start + 20_000 + self.rng.randint(0, 20_000)
+        return day_start + 10 * 3_600_000 + self.rng.randint(0, 300_000)
+
+    def _schedule_boot(self, run: AppRun, index: int, t0: int) -> None:
+        """One JVM of the application: Spring's ``Starting``, then each group's consumer in turn (a container per
+        group, started one after another by the main thread), then Spring's ``Started``."""
+        t = t0
+        if run.app == "spring":
+            self.at(t0, self._spring_starting, run, index)
+            t = t0 + 2_600 + self.rng.randint(0, 1_500)  # the context refresh before the containers start
+        for n, g in enumerate(run.groups):
+            inst = g.instances[index]
+            inst.ready_at = t + 900  # started and rebalanced (the gRPC SDK's start takes ~850 ms)
+            self.at(t, self._instance_start, g, inst, self.broker_of(g))
+            if n < len(run.groups) - 1:
+                t += 1_000 + self.rng.randint(0, 200)
+        if run.app == "spring":
+            self.at(t + 360, self._spring_started, run, index, t0)
+
+    def _periodic_from(self, first: int, period: int) -> tuple[int, int]:
+        """The first run of a periodic task scheduled at ``first`` (then every ``period``) that falls on or after the
+        simulated date's start, and how many runs were skipped (noise only runs from the date's start)."""
+        if first >= self.day_start:
+            return first, 0
+        if period <= 0:
+            return self.day_start, 0
+        skipped = -(-(self.day_start - first) // period)
+        return first + skipped * period, skipped
 
     def _startup_lines(self, inst: Instance, t: int, broker: world.Broker) -> int:
         if inst.kind == GRPC:
             return t
-        self.client_line(inst, t, "INFO", C_NETTY, "main", "user specified name server address: 10.0.0.5:9876")
+        self.client_line(inst, t, "INFO", C_NETTY, "main", f"user specified name server address: {NAME_SERVER}")
         self.client_line(
             inst, t + 40, "INFO", C_FACTORY, "main", f"Created new MQClientInstance for clientId:[{inst.client_id}]"
         )
@@ -419,7 +598,7 @@ class Simulator:
             "INFO",
             C_NETTY,
             "NettyClientSelector_1",
-            "NETTY CLIENT PIPELINE: CONNECT  UNKNOWN => 10.0.0.5:9876",
+            f"NETTY CLIENT PIPELINE: CONNECT  UNKNOWN => {NAME_SERVER}",
             logger4x="RocketmqRemoting",
         )
         self.client_line(
@@ -436,7 +615,6 @@ class Simulator:
 
     def _instance_start(self, g: GroupRun, inst: Instance, broker: world.Broker) -> None:
         t = self.now
-        topic = g.scenario.topic
         model = "BROADCASTING" if g.broadcasting else "CLUSTERING"
         if inst.kind == GRPC:
             kind = "simple" if g.policy.consume_mode is ConsumeMode.SIMPLE else "push"
@@ -452,38 +630,25 @@ class Simulator:
                 "main",
                 f"The rocketmq {kind} consumer starts successfully, clientId={inst.client_id}",
             )
-        else:
-            self.client_line(
-                inst,
-                t,
-                "INFO",
-                C_DMPCI,
-                "main",
-                f"the consumer [{g.name}] start beginning. messageModel={model}, isUnitMode=false",
-            )
-            t = self._startup_lines(inst, t + 5, broker)
-            mqs = [java.message_queue_to_string(topic, broker.name, q) for q in range(world.BUSINESS_QUEUES)]
-            self.client_line(
-                inst,
-                t + 400,
-                "INFO",
-                C_REBALANCE,
-                "RebalanceService",
-                f"rebalanced result changed. allocateMessageQueueStrategyName=AVG, group={g.name}, topic={topic}, "
-                f"clientId={inst.client_id}, mqAllSize={world.BUSINESS_QUEUES}, cidAllSize={len(g.instances)}, "
-                f"rebalanceResultSize={len(self._queues_of(g, inst))}, rebalanceResultSet=[{', '.join(mqs)}]",
-            )
-            for q in self._queues_of(g, inst):
+            if kind == "push":
+                # PushConsumerImpl#createConsumeService (rocketmq-clients java 5.0.1+): the only start-up line that
+                # names the group; a SimpleConsumer names it nowhere
+                service = "FIFO" if g.orderly else "standard"
                 self.client_line(
                     inst,
-                    t + 401,
+                    t + 852,
                     "INFO",
-                    C_REBALANCE,
-                    "RebalanceService",
-                    f"doRebalance, {g.name}, add a new mq, {java.message_queue_to_string(topic, broker.name, q)}",
+                    G_PUSH,
+                    "main",
+                    f"Create {service} consume service, consumerGroup={g.name}, clientId={inst.client_id}",
                 )
-        if g.scenario.app == "spring" and inst.kind != GRPC:
-            self._spring_start(g, inst, t)
+        else:
+            self.client_line(inst, t, "INFO", C_DMPCI, "main", fill(statements.C_CONSUMER_START, g.name, model, False))
+            t = self._startup_lines(inst, t + 5, broker)
+            self.client_line(inst, t + 5, "INFO", C_DMPCI, "main", fill(statements.C_CONSUMER_START_OK, g.name))
+            if g.scenario.app == "spring":
+                self._spring_container(g, inst, t + 10)
+            self._rebalance_lines(g, inst, broker, t + 400)
         # broker side: the heartbeat registers the consumer and creates %RETRY%<group> (§2.4, samples broker.log)
         hb = t + 500
         self.broker_line(
@@ -494,7 +659,7 @@ class Simulator:
             "HeartbeatThread_1",
             f"new consumer connected, group: {g.name} CONSUME_PASSIVELY {model} channel: ClientChannelInfo "
             f"[channel=[id: 0x{self.rng.getrandbits(32):08x}, L:/{broker.addr} - R:{inst.host.addr}], "
-            f"clientId={inst.client_id}, language=JAVA, version={401 if broker.major == 4 else 453}, "
+            f"clientId={inst.client_id}, language=JAVA, version={401 if inst.client_version[0] == 4 else 453}, "
             f"lastUpdateTimestamp={hb}]",
         )
         rt = retry_topic(g.name)
@@ -509,46 +674,108 @@ class Simulator:
                 fill(statements.L_B1.template, _topic_config(rt, broker)),
             )
         if inst.kind != GRPC and not g.broadcasting:
-            self.at(t + 5_000, self._persist_tick, g, inst, broker)
+            # RemoteBrokerOffsetStore only: a broadcasting consumer's LocalFileOffsetStore persists silently (Q12)
+            period = int(5_000 / self.s.noise) if self.s.noise > 0 else 0
+            first, _ = self._periodic_from(t + 5_000, period)
+            self.at(first, self._persist_tick, g, inst, broker)
         if inst.kind != GRPC:
-            self.at(t + 30_000, self._heartbeat_tick, inst, broker, 1)
+            first, skipped = self._periodic_from(t + 30_000, 30_000)
+            self.at(first, self._heartbeat_tick, inst, broker, 1 + skipped)
             # cleanExpireMsg is scheduled at a fixed rate from the consume service's start (§1.6)
             inst.sweep_base = t
 
-    def _spring_start(self, g: GroupRun, inst: Instance, t: int) -> None:
-        app = _app_class(g.name)
+    def _rebalance_lines(self, g: GroupRun, inst: Instance, broker: world.Broker, t: int) -> None:
+        """RebalanceService's first pass after start-up (rocketmq-facts Q7, Q12): per subscribed topic, one
+        ``doRebalance, G, add a new mq`` per new queue (4.x: then ``add a new pull request`` per queue), then
+        ``rebalanced result changed`` (5.x: ``client rebalanced …``) or, broadcasting, ``messageQueueChanged``.
+        Clustering groups also subscribe ``%RETRY%<group>`` (one queue, allocated to the first client)."""
+        v4 = inst.client_version[0] < 5
+        if g.policy.consume_mode is ConsumeMode.POP:
+            self._pop_rebalance_lines(g, inst, broker, t)
+            return
+        topics = [(g.scenario.topic, self._queues_of(g, inst), world.BUSINESS_QUEUES)]
+        if not g.broadcasting and inst.index == 0:
+            topics.append((retry_topic(g.name), [0], 1))
+        for topic, queues, total in topics:
+            order = java.message_queue_set_order(topic, broker.name, queues)
+            mqs = [java.message_queue_to_string(topic, broker.name, q) for q in order]
+            for mq in mqs:
+                add = fill(statements.C_ADD_MQ, g.name, mq)
+                self.client_line(inst, t, "INFO", C_REBALANCE, "RebalanceService", add)
+            if v4:
+                for q, mq in zip(order, mqs, strict=True):
+                    pull = java.pull_request_to_string(g.name, mq, broker.max_offset(topic, q))
+                    self.client_line(
+                        inst, t + 1, "INFO", C_REBALANCE, "RebalanceService",
+                        fill(statements.C_ADD_PULL_REQUEST, g.name, pull),
+                    )  # fmt: skip
+            rendered = "[" + ", ".join(mqs) + "]"
+            if g.broadcasting:
+                msg = fill(statements.C_MQ_CHANGED, g.name, topic, rendered, rendered)
+            else:
+                msg = fill(
+                    statements.C_REBALANCED_4X if v4 else statements.C_REBALANCED_5X,
+                    "AVG", g.name, topic, inst.client_id, total, len(g.instances), len(queues), rendered,
+                )  # fmt: skip
+            self.client_line(inst, t + 1, "INFO", C_REBALANCE, "RebalanceService", msg)
+            t += 2
+
+    def _pop_rebalance_lines(self, g: GroupRun, inst: Instance, broker: world.Broker, t: int) -> None:
+        """A 5.x POP consumer (``clientRebalance=false``) asks the broker for its queues
+        (``RebalanceImpl#getRebalanceResultFromBroker``): the business topic comes back in POP mode as one queue per
+        broker with queueId -1 (``QueryAssignmentProcessor#allocate4Pop``, popShareQueueNum 0), ``%RETRY%<group>`` in
+        PULL mode ("retry topic must be pull mode"), its one queue to the first client."""
+        topics = [(g.scenario.topic, -1, "POP", "add a new pop mq")]
+        if inst.index == 0:
+            topics.append((retry_topic(g.name), 0, "PULL", "add a new mq"))
+        for topic, queue, mode, added in topics:
+            mq = java.message_queue_to_string(topic, broker.name, queue)
+            self.client_line(inst, t, "INFO", C_REBALANCE, "RebalanceService", f"doRebalance, {g.name}, {added}, {mq}")
+            self.client_line(
+                inst, t + 1, "INFO", C_REBALANCE, "RebalanceService",
+                fill(statements.C_BROKER_REBALANCED, "AVG", g.name, topic, inst.client_id,
+                     f"[MessageQueueAssignment [MessageQueue={mq}, Mode={mode}]]"),
+            )  # fmt: skip
+            t += 2
+
+    def _spring_starting(self, run: AppRun, index: int) -> None:
+        inst = run.groups[0].instances[index]
+        cls = f"{run.package}.{run.main_class}"
+        if run.pattern.boot_major == 2:
+            text = (
+                f"Starting {run.main_class} v1.4.2 using Java 11.0.22 on {inst.host.name} with PID {inst.host.pid} "
+                "(/opt/app/app.jar started by app in /opt/app)"
+            )
+        else:
+            text = (
+                f"Starting {run.main_class} v1.4.2 using Java 17.0.11 with PID {inst.host.pid} "
+                "(/opt/app/app.jar started by app in /opt/app)"
+            )
+        self.spring_line(inst, self.now, "INFO", cls, "main", text)
+
+    def _spring_started(self, run: AppRun, index: int, t0: int) -> None:
+        inst = run.groups[0].instances[index]
+        took = (self.now - t0 + 1_700) / 1000
+        running = "JVM running for" if run.pattern.boot_major == 2 else "process running for"
         self.spring_line(
-            inst,
-            t - 2600,
-            "INFO",
-            f"com.example.{_pkg(g.name)}.{app}",
-            "main",
-            f"Starting {app} v1.4.2 using Java 17.0.11 with PID {inst.host.pid} "
-            "(/opt/app/app.jar started by app in /opt/app)",
-        )
+            inst, self.now, "INFO", f"{run.package}.{run.main_class}", "main",
+            f"Started {run.main_class} in {took:.3f} seconds ({running} {took + 0.71:.2f})",
+        )  # fmt: skip
+
+    def _spring_container(self, g: GroupRun, inst: Instance, t: int) -> None:
+        """``DefaultRocketMQListenerContainer#start()`` after ``consumer.start()``: ``running container: {}``."""
         container = java.listener_container_to_string(
             g.name,
-            "10.0.0.5:9876",
+            NAME_SERVER,
             g.scenario.topic,
             consume_mode="ORDERLY" if g.orderly else "CONCURRENTLY",
             message_model="BROADCASTING" if g.broadcasting else "CLUSTERING",
+            spring_version=inst.run.spring_version if inst.run and inst.run.spring_version else "2.3.0",
         )
         self.spring_line(
-            inst,
-            t + 10,
-            "INFO",
-            layouts.SPRING_CONTAINER_LOGGER,
-            "main",
+            inst, t, "INFO", layouts.SPRING_CONTAINER_LOGGER, "main",
             fill(statements.S_RUNNING_CONTAINER.template, container),
-        )
-        self.spring_line(
-            inst,
-            t + 60,
-            "INFO",
-            f"com.example.{_pkg(g.name)}.{app}",
-            "main",
-            f"Started {app} in 4.317 seconds (process running for 5.02)",
-        )
+        )  # fmt: skip
 
     def _producer_start(self, p: Producer) -> None:
         inst = p.instance
@@ -585,14 +812,16 @@ class Simulator:
     def _persist_tick(self, g: GroupRun, inst: Instance, broker: world.Broker) -> None:
         """``[persistAll]`` every persistConsumerOffsetInterval (5 s) per owned queue (the lines the sample trimmed)."""
         if not inst.persist_lines:
-            queues = [(g.scenario.topic, q) for q in self._queues_of(g, inst)]
+            # a POP consumer's business queues are popped, not pulled: only %RETRY%<group> has an offset to persist
+            pop = g.policy.consume_mode is ConsumeMode.POP
+            queues = [] if pop else [(g.scenario.topic, q) for q in self._queues_of(g, inst)]
             if inst.index == 0:
                 queues.append((retry_topic(g.name), 0))
+            if not queues:
+                return
             for topic, q in queues:
-                head = (
-                    f"[persistAll] Group: {g.name} ClientId: {inst.client_id} updateConsumeOffsetToBroker "
-                    f"{java.message_queue_to_string(topic, broker.name, q)} "
-                )
+                mq = java.message_queue_to_string(topic, broker.name, q)
+                head = fill(statements.C_PERSIST_ALL, g.name, inst.client_id, mq, "")
                 inst.persist_lines.append((head, topic, q))
         for n, (head, topic, q) in enumerate(inst.persist_lines):
             self.client_line(
@@ -868,7 +1097,8 @@ class Simulator:
         lc = Lifecycle(self.next_lid, g, inst, msg, behaviour, kind, until, copy, msg.topic)
         self.next_lid += 1
         self.lifecycles.append(lc)
-        self.at(self.now + self._pull_lag(), self._deliver, lc)
+        # a consumer that has not started yet pulls the message once it has (started_days_before: 0)
+        self.at(max(self.now, inst.ready_at) + self._pull_lag(), self._deliver, lc)
 
     def _pull_lag(self) -> int:
         return 1 + int(self.rng.expovariate(1 / 8))
@@ -920,12 +1150,14 @@ class Simulator:
         return self.s.trace and g.kind != GRPC and g.scenario.app != "spring"
 
     def _thread(self, lc: Lifecycle) -> str:
+        """The listener's thread: the consume pool (20 threads, counted from 1 per pool) of the client version, or
+        the gRPC SDK's ``RocketmqMessageConsumption-<clientIndex>-<n>`` (``n`` is process-wide in the SDK)."""
         n = 1 + lc.lid % 20
-        if lc.inst.kind == GRPC:
-            return f"RocketmqMessageConsumption-0-{n}"
-        if lc.inst.kind == CLIENT_5X:
-            return f"ConsumeMessageThread_{lc.group.name}_{n}"
-        return f"ConsumeMessageThread_{n}"
+        inst = lc.inst
+        if inst.kind == GRPC:
+            return f"RocketmqMessageConsumption-{inst.grpc_index}-{n + 20 * inst.grpc_index}"
+        pop = lc.group.policy.consume_mode is ConsumeMode.POP
+        return java.consume_thread_name(lc.group.name, n, inst.client_version, pop=pop)
 
     def _rendered(self, lc: Lifecycle, start: int, with_start_time: bool = True) -> tuple[str, str]:
         broker = self.broker_of(lc.group)
@@ -941,7 +1173,7 @@ class Simulator:
         cls, text = BUSINESS_ERRORS[lc.lid % len(BUSINESS_ERRORS)]
         svc = lc.group.scenario.topic.lower().split("_")[0] + "-service"
         exc = f"{cls}: {text.format(svc=svc, order=lc.msg.order_id)}"
-        listener = f"com.example.{_pkg(lc.group.name)}.{_app_class(lc.group.name).replace('Application', 'Listener')}"
+        listener = _listener_class(lc.group)
         frames = [f"{listener}.onMessage({listener.rsplit('.', 1)[1]}.java:{40 + lc.lid % 50})"]
         if lc.inst.kind == GRPC:
             frames += FRAMES_GRPC
@@ -965,7 +1197,7 @@ class Simulator:
                 lc.deliveries[index] = (start, lc.deliveries[index][1], "SUCCESS")
             if g.scenario.app == "spring":
                 self.spring_line(
-                    inst, t, "INFO", _listener_class(g.name),
+                    inst, t, "INFO", _listener_class(g),
                     self._thread(lc), f"handled {lc.msg.topic} orderId={lc.msg.order_id} in {cost} ms",
                 )  # fmt: skip
             if not timeout and lc.final_state == "IN_RETRY":
@@ -1001,7 +1233,7 @@ class Simulator:
         if g.kind == GRPC:
             if lc.kind == "exception":
                 exc, frames = self._exception(lc)
-                mq = f"{lc.msg.topic}.{self.broker_of(g).name}.{lc.msg.queue_id}"
+                mq = java.grpc_message_queue_to_string(self.broker_of(g).name, lc.msg.topic, lc.msg.queue_id)
                 self.client_line(
                     inst, t, "ERROR", "org.apache.rocketmq.client.java.impl.consumer.ConsumeTask", thread,
                     fill(statements.G_LISTENER_EXCEPTION.template, inst.client_id, mq, lc.msg.uniq_key),
@@ -1058,8 +1290,9 @@ class Simulator:
         """``ProcessQueue.cleanExpiredMsg`` found the slow message (§1.6): L-C8, then the engine's TIMEOUT hop."""
         g, inst = lc.group, lc.inst
         broker = self.broker_of(g)
+        sweeper = java.scheduled_thread_name("CleanExpireMsgScheduledThread_", g.name, 1, inst.client_version)
         self.client_line(
-            inst, self.now, "INFO", C_PQ, "ConsumeMessageScheduledThread_1",
+            inst, self.now, "INFO", C_PQ, sweeper,
             fill(
                 statements.L_C8.template, lc.msg.topic, lc.msg.uniq_key, broker.store_addr, lc.copy.queue_id,
                 lc.copy.queue_offset,
@@ -1075,7 +1308,8 @@ class Simulator:
             failed_at_ms=t,
             outcome=outcome,
             original_topic=lc.msg.topic,
-            delay_level_when_next_consume=g.scenario.delay_level,
+            # the scenario's listener setting; unset (0) leaves the config's delay_level_when_next_consume to the engine
+            delay_level_when_next_consume=g.scenario.delay_level or None,
             send_back_fault=fault,
             born_at_ms=lc.msg.born_ts,
             stored_reconsume_times=lc.copy.reconsume_times if lc.copy.reconsume_times != lc.client_r else None,
@@ -1223,12 +1457,16 @@ class Simulator:
                 fill(statements.L_B1.template, _topic_config(topic, broker)),
             )
         copy = broker.store(topic, 0, props, lc.copy.body, born_ts, born_host, hop.reconsume_times, self.now)
-        self._count(self.topic_put, broker, topic, self.now)
         lc.dlq = copy
         lc.final_state, lc.final_at = "DEAD_LETTERED", self.now
         via_send_back = props.get("DELAY") == "0" and not hop.via_schedule_topic
         if via_send_back:
             self._count(self.sndbck, broker, f"{lc.msg.topic}@{g.name}", self.now)
+        else:
+            # TOPIC_PUT_NUMS counts a DLQ put only on handleRetryAndDLQ's path (SendMessageProcessor
+            # #handlePutMessageResult) or the schedule service's delivery of a DLQ-bound copy; consumerSendMsgBack
+            # counts SNDBCK_PUT_NUMS (and, 5.x, SNDBCK2DLQ_TIMES) instead
+            self._count(self.topic_put, broker, topic, self.now)
         if broker.major >= 5:
             if via_send_back:
                 # §6.3 L-B7: RocketmqDLQ → broker_default.log, one line per dead letter from consumerSendMsgBack
@@ -1248,7 +1486,7 @@ class Simulator:
                     fill(statements.L_B2.template, g.name, retry_topic(g.name), hop.reconsume_times, g.max_reconsume),
                 )  # fmt: skip
         if g.kind == GRPC and g.orderly:
-            mq = f"{lc.msg.topic}.{broker.name}.{lc.msg.queue_id}"
+            mq = java.grpc_message_queue_to_string(broker.name, lc.msg.topic, lc.msg.queue_id)
             self.client_line(
                 inst, self.now - 2, "INFO", statements.G_FIFO_EXHAUSTED.logger, self._thread(lc),
                 fill(
@@ -1326,6 +1564,17 @@ def _bump(u: float) -> float:
     return 0.25 + 0.5 * u
 
 
+def _base36(value: int) -> str:
+    """``Long.toString(value, 36)`` of a non-negative value."""
+    digits = "0123456789abcdefghijklmnopqrstuvwxyz"
+    out = ""
+    while True:
+        value, r = divmod(value, 36)
+        out = digits[r] + out
+        if not value:
+            return out
+
+
 def _slug(text: str) -> str:
     return "".join(c if c.isalnum() else "-" for c in text.lower()).strip("-") or "x"
 
@@ -1335,16 +1584,10 @@ def _host_stem(group: str) -> str:
     return "-".join(words) or "consumer"
 
 
-def _pkg(group: str) -> str:
-    return _host_stem(group).replace("-", "")
-
-
-def _listener_class(group: str) -> str:
-    return f"com.example.{_pkg(group)}.{_app_class(group).replace('Application', 'Listener')}"
-
-
-def _app_class(group: str) -> str:
-    return "".join(w.capitalize() for w in _host_stem(group).split("-")) + "Application"
+def _listener_class(g: GroupRun) -> str:
+    """The application's listener for ``g`` (one ``@RocketMQMessageListener`` class per container)."""
+    package = g.run.package if g.run is not None else "com.example"
+    return f"{package}.{''.join(w.capitalize() for w in _host_stem(g.name).split('-'))}Listener"
 
 
 def _topic_config(topic: str, broker: world.Broker) -> str:

@@ -2,6 +2,7 @@
 
 - ``publishes.csv``: one row per business message the producers tried to send (attempts, stored or not);
 - ``lifecycles.csv``: one row per (consumer group, instance, message): deliveries, final state, hop times;
+  ``client_host`` is the instance's host (shared by the groups of one ``application``, named in ``application``);
 - ``hops.csv``: one row per delivery and per engine decision after a failed delivery.
 
 Times are ISO-8601 UTC with milliseconds (``2026-11-20T03:12:45.123Z``) next to epoch ms.
@@ -24,7 +25,7 @@ LIFECYCLE_COLUMNS = (
     "origin_offset_msg_id", "body", "behaviour", "failure_kind", "delay_level_override", "published_at",
     "deliveries", "final_state", "final_at", "final_at_ms", "dlq_topic", "dlq_offset_msg_id", "dlq_reconsume_times",
     "delivery_times", "delivery_reconsume_times", "delivery_outcomes", "hop_actions", "hop_delay_levels",
-    "send_back_faults", "timeouts",
+    "send_back_faults", "timeouts", "application",
 )  # fmt: skip
 HOP_COLUMNS = (
     "lifecycle_id", "consumer_group", "msg_id", "seq", "kind", "at", "at_ms", "reconsume_times", "outcome",
@@ -68,14 +69,15 @@ class Truth:
                 lc.lid, g.name, lc.inst.index, lc.inst.host.name, lc.inst.kind, g.scenario.app, p.protocol.value,
                 p.consume_mode.value, p.message_model.value, broker.version, g.max_reconsume, lc.msg.topic,
                 lc.msg.keys, lc.msg.tags, lc.msg.order_id, lc.msg.uniq_key, stored.offset_msg_id if stored else "",
-                lc.msg.body.decode("utf-8"), lc.behaviour, lc.kind, g.scenario.delay_level, iso(lc.msg.born_ts),
+                lc.msg.body.decode("utf-8"), lc.behaviour, lc.kind,
+                g.scenario.delay_level or getattr(p, "delay_level_when_next_consume", 0), iso(lc.msg.born_ts),
                 len(lc.deliveries), lc.final_state, iso(lc.final_at), lc.final_at if lc.final_at is not None else "",
                 lc.dlq.topic if lc.dlq else "", lc.dlq.offset_msg_id if lc.dlq else "",
                 lc.dlq.reconsume_times if lc.dlq else "",
                 ";".join(iso(d[0]) for d in lc.deliveries), ";".join(str(d[1]) for d in lc.deliveries),
                 ";".join(d[2] or "PENDING" for d in lc.deliveries), ";".join(h["action"] for h in lc.hops),
                 ";".join("" if h["delay_level"] is None else str(h["delay_level"]) for h in lc.hops),
-                lc.send_back_faults, lc.timeouts,
+                lc.send_back_faults, lc.timeouts, g.run.name if g.run is not None else "",
             )
         )  # fmt: skip
         events: list[tuple[int, int, tuple[Any, ...]]] = []

@@ -247,6 +247,12 @@ def spring_spec(host: str) -> FileSpec:
     return FileSpec(f"{host}/logs/app.log", ".", spring_window("app.log"), dated=True)
 
 
+def spring_console_spec(host: str) -> FileSpec:
+    """A Spring Boot console pattern captured from standard output (``java -jar app.jar > logs/stdout.log``),
+    rotated by size with logrotate's numbering: ``stdout.log.1`` (newest) …, in place."""
+    return FileSpec(f"{host}/logs/stdout.log", ".", suffix_window("stdout.log"))
+
+
 # Raw trace bodies, one RMQ_SYS_TRACE_TOPIC message per line (an export, rolled like ClientLogger files).
 TRACE_SPEC = FileSpec("trace/RMQ_SYS_TRACE_TOPIC.trace", ".", suffix_window("RMQ_SYS_TRACE_TOPIC.trace"))
 
