@@ -136,3 +136,42 @@ def test_migrate_reports_revisions(tmp_path: pathlib.Path, capsys: pytest.Captur
     assert code == 0 and out.strip().endswith("revision none -> 0002")
     code, out, _ = run(capsys, "compensation", "migrate", "--ledger-url", url)
     assert out.strip().endswith("revision 0002 -> 0002")
+
+
+def test_dead_letters_held_for_review_never_reach_a_handler(
+    tmp_path: pathlib.Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A dead letter the reconstruction did not mark compensable is listed for review, not registered or executed."""
+    wh = tmp_path / "wh"
+    rows = dead_letter_rows(3, DATE)
+    held = "DLQ inferred, but the failure of the last delivery was not observed"
+    rows[1].update(compensable=False, review_reason=held)
+    write_partition(wh, DATE, rows)
+    code, out, _ = run(capsys, "compensate", "--date", DATE, "--warehouse", str(wh))
+    assert code == 0
+    assert "2 dead letters; executed 2 (done 2" in out
+    assert f"note: 1 dead letter(s) of {DATE} held for review, not compensated" in out
+    code, out, _ = run(capsys, "compensation", "list", "--warehouse", str(wh), "--format", "json")
+    assert sorted(json.loads(line)["msg_id"] for line in out.splitlines()) == [rows[0]["msg_id"], rows[2]["msg_id"]]
+    code, out, _ = run(capsys, "compensation", "review", "--date", DATE, "--warehouse", str(wh))
+    assert code == 0
+    assert out.splitlines() == [
+        f"1 dead letter(s) of {DATE} held for review (not compensated):",
+        f"  order-consumer  {rows[1]['msg_id']}  orders  {held}",
+    ]
+    code, out, _ = run(capsys, "compensation", "review", "--date", DATE, "--warehouse", str(wh), "--format", "json")
+    [item] = json.loads(out)
+    assert (item["msg_id"], item["review_reason"]) == (rows[1]["msg_id"], held)
+
+
+def test_dead_letters_written_before_compensation_safety_are_refused(
+    tmp_path: pathlib.Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    path = tmp_path / "wh" / "dead_letters" / f"dt={DATE}"
+    path.mkdir(parents=True)
+    pq.write_table(pa.table({"consumer_group": ["g"], "msg_id": ["m"]}), path / "part-0.parquet")
+    code, _, err = run(capsys, "compensate", "--date", DATE, "--warehouse", str(tmp_path / "wh"))
+    assert code == 3 and "has no column compensable; re-run `rocketmq-retry reconstruct" in err

@@ -156,6 +156,9 @@ def dead_letter_rows(
                 "business_key": None,
                 "body": json.dumps({"orderId": f"O{100000 + i}", "amount": i}),
                 "compensation_handler": None,
+                "attribution": ["line"],
+                "compensable": True,
+                "review_reason": None,
             }
         )
     return rows
@@ -179,6 +182,9 @@ def write_partition(warehouse: pathlib.Path, date: str, rows: list[dict[str, Any
             ("business_key", pa.string()),
             ("body", pa.string()),
             ("compensation_handler", pa.string()),
+            ("attribution", pa.list_(pa.string())),
+            ("compensable", pa.bool_()),
+            ("review_reason", pa.string()),
         ]
     )
     pq.write_table(pa.Table.from_pylist(rows, schema=schema), path / "part-00000.parquet")

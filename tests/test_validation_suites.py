@@ -26,7 +26,7 @@ SCHEMAS = {
         "consumer_group string, producer_group string, msg_id string, offset_msg_id string, origin_msg_id string, "
         "topic string, original_topic string, queue_id int, reconsume_times int, delay_level int, keys string, "
         "tags string, body string, status_code string, cost_ms long, broker string, client_host string, "
-        "thread string, detail string"
+        "thread string, detail string, attribution string, instance string"
     ),
     "transitions": (
         "consumer_group string, msg_id string, hop int, from_state string, to_state string, observed_at timestamp, "
@@ -36,11 +36,17 @@ SCHEMAS = {
     "lifecycles": (
         "consumer_group string, msg_id string, original_topic string, keys string, tags string, business_key string, "
         "first_seen timestamp, last_seen timestamp, deliveries int, final_state string, expected_final_state string, "
-        "max_reconsume_times int, anomalies array<string>"
+        "max_reconsume_times int, anomalies array<string>, attribution array<string>, instances array<string>"
     ),
     "dead_letters": (
         "consumer_group string, msg_id string, original_topic string, dlq_at timestamp, reconsume_times int, "
-        "keys string, tags string, business_key string, body string, compensation_handler string"
+        "keys string, tags string, business_key string, body string, compensation_handler string, "
+        "dlq_inferred boolean, evidence array<string>, attribution array<string>, compensable boolean, "
+        "review_reason string"
+    ),
+    "unattributed": (
+        "source string, source_file string, instance string, event_type string, topic string, reason string, "
+        "candidates array<string>, fix string, lines long, example_line_no long"
     ),
 }
 
@@ -86,16 +92,19 @@ def good_rows() -> dict[str, list[dict[str, Any]]]:
     lifecycles = [
         {"consumer_group": "GID_orders", "msg_id": "M1", "original_topic": "orders", "first_seen": _at(0),
          "last_seen": _at(11), "deliveries": 2, "final_state": "CONSUMED", "expected_final_state": "CONSUMED",
-         "max_reconsume_times": 1, "anomalies": []},
+         "max_reconsume_times": 1, "anomalies": [], "attribution": ["line"], "instances": ["app-01"]},
         {"consumer_group": "GID_orders", "msg_id": "M2", "original_topic": "orders", "first_seen": _at(100),
          "last_seen": _at(200), "deliveries": 17, "final_state": "DEAD_LETTERED",
-         "expected_final_state": "DEAD_LETTERED", "max_reconsume_times": 16, "anomalies": ["LATE_REDELIVERY"]},
+         "expected_final_state": "DEAD_LETTERED", "max_reconsume_times": 16, "anomalies": ["LATE_REDELIVERY"],
+         "attribution": ["container", "line"], "instances": ["app-01"]},
     ]  # fmt: skip
     dead_letters = [
         {"consumer_group": "GID_orders", "msg_id": "M2", "original_topic": "orders", "dlq_at": _at(200),
-         "reconsume_times": 16, "compensation_handler": "log-only"}
+         "reconsume_times": 16, "compensation_handler": "log-only", "dlq_inferred": False, "evidence": ["e9"],
+         "attribution": ["container", "line"], "compensable": True}
     ]  # fmt: skip
-    return {"events": events, "transitions": transitions, "lifecycles": lifecycles, "dead_letters": dead_letters}
+    return {"events": events, "transitions": transitions, "lifecycles": lifecycles, "dead_letters": dead_letters,
+            "unattributed": []}  # fmt: skip
 
 
 def write_warehouse(spark: Any, warehouse: pathlib.Path, tables: dict[str, list[dict[str, Any]]], ds: str = DS) -> None:
@@ -151,12 +160,14 @@ def test_good_partition_passes_through_the_cli_and_writes_data_docs(
     assert main(["--date", DS, "--warehouse", str(warehouse), "--json"]) == 0
     summary = json.loads(capsys.readouterr().out)
     assert [r["check"] for r in summary["results"] if not r["success"]] == []
-    assert summary["success"] and summary["rows"] == {"events": 5, "transitions": 21, "lifecycles": 2}
+    assert summary["success"] and summary["rows"] == {
+        "events": 5, "transitions": 21, "lifecycles": 2, "dead_letters": 1, "unattributed": 0
+    }  # fmt: skip
     assert summary["evaluated"] == len(summary["results"]) > 30
     page = pathlib.Path(summary["docs_page"])
     assert page == gx_root / "gx" / "uncommitted" / "data_docs" / "local_site" / "runs" / f"dt={DS}.html"
     assert "passed" in page.read_text()
-    assert set(summary["validation_pages"]) == {"events", "transitions", "lifecycles"}
+    assert set(summary["validation_pages"]) == {"events", "transitions", "lifecycles", "dead_letters", "unattributed"}
     for path in summary["validation_pages"].values():
         assert pathlib.Path(path).is_file()
     assert (page.parent.parent / "index.html").is_file()
@@ -186,7 +197,19 @@ def test_broken_rules_fail_their_checks_at_their_configured_severity(
     )  # fmt: skip
     tables["lifecycles"][0]["final_state"] = "LOST"
     tables["lifecycles"][1]["anomalies"] = ["NOT_A_CODE"]
+    tables["lifecycles"][1]["attribution"] = ["guess"]  # a group not established by a known method
     tables["events"][0]["event_id"] = "e1"  # duplicate id
+    # a dead letter marked for compensation while it is held for review, and one held for review
+    tables["dead_letters"][0]["review_reason"] = "DLQ inferred, but the failure of the last delivery was not observed"
+    tables["dead_letters"].append(
+        {"consumer_group": "GID_orders", "msg_id": "M5", "attribution": ["thread"], "compensable": False,
+         "review_reason": "DLQ inferred, but the failure of the last delivery was not observed"}
+    )  # fmt: skip
+    tables["unattributed"] = [
+        {"source": "spring-listener", "source_file": "app-02/logs/app.log", "instance": "app-02",
+         "event_type": "CONSUME_FAILED", "topic": "orders", "reason": "no-evidence", "candidates": [],
+         "fix": "sources[0].consumer_group", "lines": 3, "example_line_no": 17}
+    ]  # fmt: skip
 
     summary = _validate(
         spark, tmp_path, tables, drift_tolerance_ms=1_000, severities={"transitions.drift_within_tolerance": "critical"}
@@ -198,7 +221,11 @@ def test_broken_rules_fail_their_checks_at_their_configured_severity(
         "transitions.dlq_at_max_or_override": "warning",
         "lifecycles.final_state_allowed": "critical",
         "lifecycles.anomaly_codes_allowed": "warning",
+        "lifecycles.group_established": "critical",
         "events.event_id_unique": "critical",
+        "dead_letters.compensable_established": "critical",
+        "dead_letters.none_held_for_review": "warning",
+        "unattributed.none": "warning",
     }
     dlq = next(r for r in summary.results if r.check == "transitions.dlq_at_max_or_override")
     assert dlq.observed == 1  # M3 only: M4's delay level -1 is the consumer's override

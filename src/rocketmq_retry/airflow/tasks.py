@@ -67,7 +67,12 @@ def build_report(
     """
     wh = pathlib.Path(warehouse)
     lifecycles = _read_columns(wh / "lifecycles" / f"dt={ds}", ["final_state", "anomalies"])
-    dead = _read_columns(wh / "dead_letters" / f"dt={ds}", ["consumer_group"])
+    dead = _read_columns(wh / "dead_letters" / f"dt={ds}", ["consumer_group", "compensable", "attribution"])
+    unplaced = _read_columns(wh / "unattributed" / f"dt={ds}", ["source_file", "reason", "fix", "lines"])
+    by_fix: Counter[tuple[str, str, str]] = Counter()
+    for row in unplaced:
+        key = (row.get("source_file") or "?", row.get("reason") or "?", row.get("fix") or "?")
+        by_fix[key] += row.get("lines") or 0
     anomalies: Counter[str] = Counter()
     for row in lifecycles:
         anomalies.update(row.get("anomalies") or [])
@@ -79,6 +84,15 @@ def build_report(
         "lifecycles_by_final_state": dict(sorted(Counter(r.get("final_state") for r in lifecycles).items())),
         "dead_letters": len(dead),
         "dead_letters_by_group": dict(sorted(Counter(r.get("consumer_group") for r in dead).items())),
+        "dead_letters_held_for_review": sum(1 for r in dead if not r.get("compensable")),
+        "dead_letters_by_attribution": dict(
+            sorted(Counter("+".join(r.get("attribution") or ["?"]) for r in dead).items())
+        ),
+        "unattributed_lines": sum(by_fix.values()),
+        "unattributed": [
+            {"source_file": f, "reason": reason, "fix": fix, "lines": n}
+            for (f, reason, fix), n in sorted(by_fix.items())
+        ],
         "anomalies": dict(sorted(anomalies.items())),
         "validation": {
             "success": validation.get("success"),
@@ -105,8 +119,13 @@ def render_report(report: dict[str, Any]) -> str:
         f"rocketmq_retry_daily dt={report['ds']}",
         f"  lifecycles: {report['lifecycles']}",
         *(f"    {state:<14} {n}" for state, n in report["lifecycles_by_final_state"].items()),
-        f"  dead letters: {report['dead_letters']}",
+        f"  dead letters: {report['dead_letters']} ({report['dead_letters_held_for_review']} held for review, "
+        "not compensated)",
         *(f"    {group:<28} {n}" for group, n in report["dead_letters_by_group"].items()),
+        "    groups established by: "
+        + (", ".join(f"{how} {n}" for how, n in report["dead_letters_by_attribution"].items()) or "-"),
+        f"  consumer lines without an established group: {report['unattributed_lines']}",
+        *(f"    {u['source_file']}: {u['lines']} ({u['reason']}; set {u['fix']})" for u in report["unattributed"]),
         f"  anomalies: {sum(report['anomalies'].values())}",
         *(f"    {code:<22} {n}" for code, n in report["anomalies"].items()),
         f"  validation: {'passed' if v['success'] else 'FAILED'} ({v['evaluated']} expectations; "

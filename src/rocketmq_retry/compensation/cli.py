@@ -1,4 +1,4 @@
-"""``rocketmq-retry compensation list|show|retry|migrate``: the ledger, for operators (DESIGN §7)."""
+"""``rocketmq-retry compensation list|show|retry|review|migrate``: the ledger, for operators (DESIGN §7)."""
 
 from __future__ import annotations
 
@@ -61,6 +61,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--state", action="append", type=str.upper, choices=["FAILED", "GAVE_UP", "SKIPPED"])
     p.add_argument("--no-run", action="store_true", help="only reopen; do not execute now")
     p.add_argument("--run-id", help="recorded in the ledger (default: cli_retry__<UTC time>)")
+
+    p = sub.add_parser(
+        "review",
+        help="dead letters held for review: never sent to a handler",
+        description="List the date's dead letters that compensation leaves alone, with the reason each is held "
+        "(its DLQ arrival was neither observed nor reached by its group's threshold after an observed failure). "
+        "Reads the warehouse only; the ledger is not opened.",
+    )
+    p.add_argument("--date", required=True, help="dead-letter date (YYYY-MM-DD)")
+    p.add_argument("--warehouse", required=True, help="warehouse root holding dead_letters/dt=DATE/")
+    p.add_argument("--format", choices=("table", "json"), default="table")
 
     p = sub.add_parser("migrate", help="create or upgrade the ledger schema (every command does this on open)")
     _common(p)
@@ -216,9 +227,25 @@ def _migrate(ns: argparse.Namespace) -> int:
     return 0
 
 
+def _review(ns: argparse.Namespace) -> int:
+    from rocketmq_retry.compensation.deadletters import check_date, held_for_review
+
+    held = held_for_review(ns.warehouse, check_date(ns.date))
+    if ns.format == "json":
+        print(json.dumps([{**letter.to_json(), "review_reason": reason} for letter, reason in held], sort_keys=True))
+        return 0
+    if not held:
+        print(f"no dead letter of {ns.date} is held for review")
+        return 0
+    print(f"{len(held)} dead letter(s) of {ns.date} held for review (not compensated):")
+    for letter, reason in held:
+        print(f"  {letter.consumer_group}  {letter.msg_id}  {letter.original_topic or '-'}  {reason}")
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     ns = build_parser().parse_args(list(sys.argv[1:] if argv is None else argv))
-    action = {"list": _list, "show": _show, "retry": _retry, "migrate": _migrate}[ns.action]
+    action = {"list": _list, "show": _show, "retry": _retry, "review": _review, "migrate": _migrate}[ns.action]
     return action(ns)
 
 

@@ -46,8 +46,7 @@ def _utc(value: Any) -> dt.datetime | None:
     return None
 
 
-def read_dead_letters(warehouse: str | os.PathLike[str], date: str) -> list[DeadLetter]:
-    """Every dead letter of the partition, one per (consumer_group, msg_id), in a stable order."""
+def _table(warehouse: str | os.PathLike[str], date: str) -> Any:
     import pyarrow.parquet as pq
 
     path = partition_path(warehouse, date)
@@ -60,7 +59,31 @@ def read_dead_letters(warehouse: str | os.PathLike[str], date: str) -> list[Dead
     missing = [c for c in REQUIRED if c not in table.column_names]
     if missing and table.num_rows:
         raise InputError(f"{path}: dead_letters has no column {', '.join(missing)} (DESIGN §4)")
-    seen: dict[tuple[str, str], DeadLetter] = {}
+    return table
+
+
+def read_dead_letters(warehouse: str | os.PathLike[str], date: str) -> list[DeadLetter]:
+    """Every dead letter of the partition that compensation may act on, one per (consumer_group, msg_id), in a
+    stable order. A row the reconstruction did not mark ``compensable`` (its DLQ arrival was neither observed nor
+    reached by its group's threshold after an observed failure) is held for review (``held_for_review``)."""
+    return [letter for letter, reason in _letters(warehouse, date) if reason is None]
+
+
+def held_for_review(warehouse: str | os.PathLike[str], date: str) -> list[tuple[DeadLetter, str]]:
+    """The partition's dead letters that compensation leaves alone, each with the reason it is held."""
+    return [(letter, reason) for letter, reason in _letters(warehouse, date) if reason is not None]
+
+
+def _letters(warehouse: str | os.PathLike[str], date: str) -> list[tuple[DeadLetter, str | None]]:
+    table = _table(warehouse, date)
+    if table.num_rows and "compensable" not in table.column_names:
+        # Written before dead letters said whether their group and DLQ arrival were established: acting on them
+        # could compensate the wrong group (a wrong compensation is worse than a missed one).
+        raise InputError(
+            f"{partition_path(warehouse, date)}: dead_letters has no column compensable; re-run "
+            f"`rocketmq-retry reconstruct --date {date}` before compensating this date"
+        )
+    seen: dict[tuple[str, str], tuple[DeadLetter, str | None]] = {}
     for row in table.to_pylist():
         group, msg_id = _text(row.get("consumer_group")), _text(row.get("msg_id"))
         if not group or not msg_id:
@@ -79,9 +102,10 @@ def read_dead_letters(warehouse: str | os.PathLike[str], date: str) -> list[Dead
             body=_text(row.get("body")),
             compensation_handler=_text(row.get("compensation_handler")),
         )
+        reason = None if row.get("compensable") else (_text(row.get("review_reason")) or "not established")
         # The contract promises one row per key; should a writer break it, keep the earliest DLQ arrival.
         key = (group, msg_id)
         previous = seen.get(key)
-        if previous is None or (letter.dlq_at and previous.dlq_at and letter.dlq_at < previous.dlq_at):
-            seen[key] = letter
+        if previous is None or (letter.dlq_at and previous[0].dlq_at and letter.dlq_at < previous[0].dlq_at):
+            seen[key] = (letter, reason)
     return [seen[k] for k in sorted(seen)]

@@ -20,7 +20,7 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from typing import Any, TypedDict
 
-from rocketmq_retry.compensation.deadletters import check_date, read_dead_letters
+from rocketmq_retry.compensation.deadletters import check_date, held_for_review, read_dead_letters
 from rocketmq_retry.compensation.handlers import Handler, build_handler
 from rocketmq_retry.compensation.ledger import Ledger, LedgerRow, Registration, resolve_ledger_url
 from rocketmq_retry.compensation.model import DeadLetter, PermanentFailure, State
@@ -157,7 +157,16 @@ def plan_batches(
         outstanding,
         shards,
     )
-    return _batches(warehouse, config, [date], shards, [])
+    held = held_for_review(warehouse, date)
+    notes = (
+        [
+            f"{len(held)} dead letter(s) of {date} held for review, not compensated "
+            f"(`rocketmq-retry compensation review --date {date}` lists them)"
+        ]
+        if held
+        else []
+    )
+    return _batches(warehouse, config, [date], shards, notes)
 
 
 def plan_redrive(

@@ -1,4 +1,5 @@
-"""``rocketmq-retry ingest``: parse one date's landed logs into ``events``, ``quarantine`` and ``ingest_report``.
+"""``rocketmq-retry ingest``: parse one date's landed logs into ``events``, ``quarantine``, ``ingest_report`` and
+``bindings``.
 
 Thin entrypoint around the pure transforms in ``ingest_parse`` (DESIGN §2, §4). Run it as
 ``rocketmq-retry ingest --date D --landing L --warehouse W [--config F]`` or ``spark-submit spark/ingest.py …``.
@@ -18,7 +19,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 from rocketmq_retry.config import Config, load_config
 from rocketmq_retry.errors import UserError
 from rocketmq_retry.jobs import ingest_parse as parse
-from rocketmq_retry.jobs.ingest_read import SourceFile, read_lines, resolve_files
+from rocketmq_retry.jobs.ingest_read import SourceFile, instance_table, read_lines, resolve_files
 from rocketmq_retry.jobs.partitions import write_partition
 
 if TYPE_CHECKING:
@@ -119,13 +120,16 @@ def _run(
 
     try:
         classified = parse.classify_families(lines, ds, zone, tuple(sorted({f.timezone for f in files})), keep)
+        instances = instance_table(spark, files)
         step("writing events")
-        write_partition(parse.events_of(classified), warehouse, "events", ds)
+        write_partition(parse.events_of(classified, instances), warehouse, "events", ds)
         step("writing quarantine")
         write_partition(parse.quarantine_of(classified), warehouse, "quarantine", ds)
+        groups = keep(parse.line_groups(classified), "counting lines per file")
         step("writing the ingest report")
-        report_df = parse.report_of(classified).coalesce(1)
-        write_partition(report_df, warehouse, "ingest_report", ds)
+        write_partition(parse.report_of(groups).coalesce(1), warehouse, "ingest_report", ds)
+        step("writing bindings")
+        write_partition(parse.bindings_of(groups, instances).coalesce(1), warehouse, "bindings", ds)
         # a few rows: sorted here rather than by a Spark sort (two more jobs)
         report = sorted(
             (r.asDict(recursive=True) for r in spark.read.parquet(f"{warehouse}/ingest_report/dt={ds}").collect()),

@@ -67,6 +67,8 @@ EVENT_FIELDS: tuple[tuple[str, str], ...] = (
     ("client_host", "string"),
     ("thread", "string"),
     ("detail", "string"),
+    # "config" when the group came from the source's consumer_group (the line names none); else null
+    ("attribution", "string"),
 )
 EVENT_STRUCT_DDL = "struct<" + ",".join(f"{n}:{t}" for n, t in EVENT_FIELDS) + ">"
 BAD_STRUCT_DDL = "struct<rec:int,raw:string,reason:string>"
@@ -96,6 +98,8 @@ EVENT_COLUMNS = (
     "client_host",
     "thread",
     "detail",
+    "attribution",
+    "instance",
 )
 # Event types that are about one consumer group: a row of these without a group is "unattributed" (DESIGN §6).
 GROUP_EVENTS = (
@@ -113,6 +117,8 @@ GROUP_EVENTS = (
     "RETRY_ENQUEUED",
     "DIRECT_CONSUME",
 )
+# Per-minute counters of a group (broker stats.log, 5.x broker_default.log, the client's own stats lines)
+COUNTER_EVENTS = ("SEND_BACK_COUNT", "DLQ_COUNT", "DLQ_PUT_COUNT", "CONSUME_FAILED_COUNT")
 # ingest_report/dt=D, one row per file (DESIGN §4); see report_of
 REPORT_COLUMNS = (
     "source_file",
@@ -141,7 +147,9 @@ LINE_COLUMNS = (
     "events",
     "bad",
     "other_date_events",
+    "bind",
 )
+BIND_DDL = "struct<kind:string,consumer_group:string,topic:string>"
 
 
 # materialises an intermediate that several later steps read; the string says what it is (progress output)
@@ -183,6 +191,10 @@ def _no_events() -> Column:
 
 def _no_bad() -> Column:
     return F.array().cast(f"array<{BAD_STRUCT_DDL}>")
+
+
+def _no_bind() -> Column:
+    return F.lit(None).cast(BIND_DDL).alias("bind")
 
 
 def _cap(c: Column) -> Column:
@@ -270,8 +282,9 @@ def _with_log_event_fields(df: DataFrame) -> DataFrame:
     is_event = F.col("cat0") == "event"
     fields = {
         "_e_type": event_type,
-        "_e_group": F.when(
-            event_type.isin(*GROUP_EVENTS, "SEND_BACK_COUNT", "DLQ_COUNT"), F.coalesce(group, F.col("group_hint"))
+        "_e_group": F.when(event_type.isin(*GROUP_EVENTS, *COUNTER_EVENTS), F.coalesce(group, F.col("group_hint"))),
+        "_e_attribution": F.when(
+            event_type.isin(*GROUP_EVENTS) & group.isNull() & F.col("group_hint").isNotNull(), F.lit("config")
         ),
         "_e_msg_id": msg_id,
         "_e_topic": topic,
@@ -317,6 +330,7 @@ def _log_events() -> Column:
             client_host=m["client_host"],
             thread=F.col("thread"),
             detail=F.col("_e_detail"),
+            attribution=F.col("_e_attribution"),
         )
 
     return F.transform(F.col("_e_renderings"), lambda r, i: build(r, i))
@@ -354,6 +368,7 @@ def log_parts(
         "ts",
         F.to_date(F.from_utc_timestamp(F.col("ts"), day_zone)).alias("line_date"),
         "why",
+        "bind",
     )
     # The report reads the category of every noise line; a range test on the UTC timestamp decides it without
     # converting each line to local time (that conversion was a fifth of the report's CPU at 10 M lines).
@@ -375,6 +390,8 @@ def log_parts(
         _no_events().alias("events"),
         _no_bad().alias("bad"),
         F.lit(0).alias("other_date_events"),
+        # bindings are read on every date: a start-up line names its instance's groups whatever day it is on
+        "bind",
     )
     return quiet, _date_log_lines(pre, ds, day_zone)
 
@@ -479,6 +496,7 @@ def _date_log_lines(pre: DataFrame, ds: str, day_zone: str) -> DataFrame:
         F.when(F.col("category") == "event", events).otherwise(_no_events()).alias("events"),
         _no_bad().alias("bad"),
         F.lit(0).alias("other_date_events"),
+        _no_bind(),
     )
 
 
@@ -533,6 +551,7 @@ def _finish_record_lines(df: DataFrame, ds: str, day_zone: str) -> DataFrame:
         F.when(F.col("category") == "event", F.col("events")).otherwise(_no_events()).alias("events"),
         F.when(F.col("category").isin("event", "quarantined"), F.col("bad")).otherwise(_no_bad()).alias("bad"),
         (F.size("all_events") - F.size("events")).alias("other_date_events"),
+        _no_bind(),
     )
 
 
@@ -686,9 +705,16 @@ def classify_families(
     return reduce(lambda a, b: a.unionByName(b), [*quiet, rest_df])
 
 
-def events_of(classified: DataFrame) -> DataFrame:
-    """The events table (DESIGN §4) with a stable event_id = hash(file relative to landing, line, record)."""
+def events_of(classified: DataFrame, instances: DataFrame | None = None) -> DataFrame:
+    """The events table (DESIGN §4) with a stable event_id = hash(file relative to landing, line, record).
+
+    ``instances``: ``source_file, instance`` (``ingest_read.instance_table``); without it ``instance`` is null.
+    """
     ev = classified.filter(F.size("events") > 0).select("source_file", "line_no", F.explode("events").alias("e"))
+    if instances is not None:
+        ev = ev.join(F.broadcast(instances), "source_file", "left")
+    else:
+        ev = ev.withColumn("instance", F.lit(None).cast("string"))
     event_id = F.substring(
         F.sha2(
             F.concat_ws("\u0000", F.col("source_file"), F.col("line_no").cast("string"), F.col("e.rec").cast("string")),
@@ -698,7 +724,14 @@ def events_of(classified: DataFrame) -> DataFrame:
         32,
     )
     cols = {n: F.col(f"e.{n}") for n, _ in EVENT_FIELDS}
-    cols.update({"event_id": event_id, "source_file": F.col("source_file"), "line_no": F.col("line_no")})
+    cols.update(
+        {
+            "event_id": event_id,
+            "source_file": F.col("source_file"),
+            "line_no": F.col("line_no"),
+            "instance": F.col("instance"),
+        }
+    )
     return ev.select(*(cols[c].alias(c) for c in EVENT_COLUMNS))
 
 
@@ -723,19 +756,16 @@ def quarantine_of(classified: DataFrame) -> DataFrame:
     return lines.unionByName(records)
 
 
-def report_of(classified: DataFrame) -> DataFrame:
-    """Per file: lines_read = events + ignored + continuation + quarantined (lines of other dates apart).
-
-    One pass over the lines, grouped by (file, category, kind); the per-file row is then folded from those few
-    groups. The unattributed-event count looks inside ``events`` only where there are events (its lambda is
-    interpreted, not generated, so it is kept off the millions of noise lines).
-    """
+def line_groups(classified: DataFrame) -> DataFrame:
+    """One pass over the lines, grouped by (file, category, kind, binding): the few rows ``report_of`` and
+    ``bindings_of`` fold. The unattributed-event count looks inside ``events`` only where there are events (its
+    lambda is interpreted, not generated, so it is kept off the millions of noise lines)."""
     cat = F.col("category")
     unattributed = F.when(
         F.size("events") > 0,
         F.size(F.filter(F.col("events"), lambda e: e["event_type"].isin(*GROUP_EVENTS) & e["consumer_group"].isNull())),
     ).otherwise(0)
-    groups = classified.groupBy("source", "source_file", "category", "kind").agg(
+    return classified.groupBy("source", "source_file", "category", "kind", "bind").agg(
         F.count(F.lit(1)).alias("n"),
         F.sum(F.size("events")).cast("long").alias("event_rows"),
         F.sum(unattributed).cast("long").alias("unattributed_events"),
@@ -743,11 +773,22 @@ def report_of(classified: DataFrame) -> DataFrame:
         F.sum("other_date_events").cast("long").alias("other_date_records"),
     )
 
+
+def report_of(groups: DataFrame) -> DataFrame:
+    """Per file: lines_read = events + ignored + continuation + quarantined (lines of other dates apart), from
+    ``line_groups`` (a classified frame is grouped first)."""
+    if "n" not in groups.columns:
+        groups = line_groups(groups)
+    cat = F.col("category")
+
     def n(c: str) -> Column:
         return F.sum(F.when(cat == c, F.col("n")).otherwise(0)).cast("long").alias("events" if c == "event" else c)
 
     kinds = F.collect_list(F.when(cat == "ignored", F.struct("kind", F.col("n").alias("count"))))
-    per_file = groups.groupBy("source", "source_file").agg(
+    by_kind = groups.groupBy("source", "source_file", "category", "kind").agg(
+        *(F.sum(c).alias(c) for c in ("n", "event_rows", "unattributed_events", "bad_records", "other_date_records"))
+    )
+    per_file = by_kind.groupBy("source", "source_file").agg(
         F.sum(F.when(cat != "other_date", F.col("n")).otherwise(0)).cast("long").alias("lines_read"),
         n("event"),
         n("ignored"),
@@ -759,3 +800,31 @@ def report_of(classified: DataFrame) -> DataFrame:
         F.when(F.size(kinds) > 0, F.map_from_entries(F.sort_array(kinds))).alias("ignored_by_kind"),
     )
     return per_file.select(*REPORT_COLUMNS).orderBy("source", "source_file")
+
+
+# bindings/dt=D, one row per (file, kind, group, topic): what the day's start-up, rebalance and offset-flush lines
+# say about which group consumes which topic in each application instance (docs/reconstruction.md, "Attribution")
+BINDING_COLUMNS = ("instance", "source", "source_file", "kind", "consumer_group", "topic", "lines")
+# RocketMQ's own name rules (TopicValidator / Validators: [%|a-zA-Z0-9_-]); anything else is not a name
+_NAME_RX = r"^[%|a-zA-Z0-9_-]{1,255}$"
+# a binding that names the instance's group for all its topics (the gRPC SDK's consume-service line)
+ANY_TOPIC = "*"
+
+
+def bindings_of(groups: DataFrame, instances: DataFrame | None = None) -> DataFrame:
+    """The day's bindings from ``line_groups``: a group or topic that is not a RocketMQ name is not evidence."""
+    b = groups.where(F.col("bind").isNotNull()).select(
+        "source", "source_file", F.col("bind.kind").alias("kind"), F.col("bind.consumer_group").alias("consumer_group"),
+        F.col("bind.topic").alias("topic"), "n",
+    )  # fmt: skip
+    b = b.where(
+        F.col("consumer_group").rlike(_NAME_RX) & (F.col("topic").rlike(_NAME_RX) | (F.col("topic") == ANY_TOPIC))
+    )
+    b = b.groupBy("source", "source_file", "kind", "consumer_group", "topic").agg(
+        F.sum("n").cast("long").alias("lines")
+    )
+    if instances is not None:
+        b = b.join(F.broadcast(instances), "source_file", "left")
+    else:
+        b = b.withColumn("instance", F.lit(None).cast("string"))
+    return b.select(*BINDING_COLUMNS)

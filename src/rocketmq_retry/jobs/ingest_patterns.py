@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from rocketmq_retry.jobs.ingest_sql import sql_str
 from rocketmq_retry.logformats.trace import CONTENT_SPLITOR, FIELD_SPLITOR
 
 LEVEL_NAMES = ("TRACE", "DEBUG", "INFO", "WARN", "WARNING", "ERROR", "FATAL")
@@ -239,6 +240,8 @@ STATEMENTS: tuple[Statement, ...] = (
         r"^Message listener raised an exception while consuming messages, clientId=([^,]*), mq=(.*), messageId=(\S+)$",
         ("rocketmq-grpc-client",),
         msg_id_rx=r"messageId=(\S+)$",
+        # MessageQueueImpl.toString(): brokerName + "." + topic + "." + queueId (rocketmq-clients java)
+        topic_rx=r", mq=[^,]*?\.([^.,]+)\.\d+, messageId=",
         status="EXCEPTION",
     ),
     # §5.3/§11 gRPC FIFO: out of attempts, then forwarded to the DLQ.
@@ -359,6 +362,33 @@ STATEMENTS: tuple[Statement, ...] = (
         topic_rx=r"^\[SNDBCK2DLQ_TIMES\] \[[^@\]]*@([^@\]]*)@",
         detail_rx=r"SUM: (\d+)",
     ),
+    # Broker TOPIC_PUT_NUMS of a %DLQ% topic (stats.log, 4.x and 5.x): incremented by SendMessageProcessor's
+    # handlePutMessageResult, i.e. for DLQ puts made by handleRetryAndDLQ (the client's fallback re-publish and the
+    # orderly send-back past the max) and, for 4.x, when the schedule service delivers a DLQ-bound copy; a DLQ put of
+    # consumerSendMsgBack does not count here (only SNDBCK_PUT_NUMS / 5.x SNDBCK2DLQ_TIMES).
+    Statement(
+        "L-B15",
+        "DLQ_PUT_COUNT",
+        "[TOPIC_PUT_NUMS] [%DLQ%",
+        r"^\[TOPIC_PUT_NUMS\] \[%DLQ%([^\]]+)\] Stats In One Minute, SUM: (\d+) TPS: .*$",
+        STATS,
+        group_rx=r"^\[TOPIC_PUT_NUMS\] \[%DLQ%([^\]]+)\]",
+        topic_rx=r"^\[TOPIC_PUT_NUMS\] \[(%DLQ%[^\]]+)\]",
+        detail_rx=r"SUM: (\d+)",
+    ),
+    # Client ConsumerStatsManager, printed every minute for every topic@group (StatsItem#printAtMinutes): failed
+    # consumptions (RECONSUME_LATER, an exception or null, orderly SUSPEND). The only client-side trace of a plain
+    # RECONSUME_LATER (§12). The topic is the consumed queue's: %RETRY%<group> for redeliveries.
+    Statement(
+        "L-C16",
+        "CONSUME_FAILED_COUNT",
+        "[CONSUME_FAILED_TPS] [",
+        r"^\[CONSUME_FAILED_TPS\] \[([^@\]]*)@([^\]]*)\] Stats In One Minute, SUM: (\d+) TPS: .*$",
+        CLIENTS,
+        group_rx=r"^\[CONSUME_FAILED_TPS\] \[[^@\]]*@([^\]]*)\]",
+        topic_rx=r"^\[CONSUME_FAILED_TPS\] \[([^@\]]*)@",
+        detail_rx=r"SUM: (\d+)",
+    ),
 )
 
 # Aggregate lines for hour/day windows repeat the minute lines' counts (§6.3 L-B9): ignored, not events.
@@ -366,8 +396,127 @@ STATS_ROLLUP = r"^\[[A-Z0-9_]+\] \[[^\]]*\] Stats In One (Hour|Day), "
 # 4.x client: the Message{...} line printed right after L-P1 (§12); folded into the L-P1 event.
 RESEND_MESSAGE_PREFIX = "Message{topic='"
 
-# rocketmq-spring: "running container: DefaultRocketMQListenerContainer{consumerGroup='G', ..., topic='T', ...}"
-SPRING_CONTAINER = r"running container: DefaultRocketMQListenerContainer\{consumerGroup='([^']*)'.*?topic='([^']*)'"
+
+# --- bindings: lines that tie an application instance's topic to a consumer group (docs/reconstruction.md) ---
+
+
+@dataclass(frozen=True)
+class Binding:
+    """A noise line that says which consumer group consumes which topic in the instance that wrote it.
+
+    ``group_sql``/``topic_sql`` are Spark SQL templates over ``{m}`` (the message), built from byte searches
+    rather than regexes: the 4.x ``[persistAll]`` offset flush, written every 5 s per owned queue, is the most
+    frequent line of a client log. ``require`` is a literal the message must contain for the extraction to mean
+    anything.
+    """
+
+    ref: str
+    kind: str  # "container" (rocketmq-spring start-up) | "client-log" (the RocketMQ client's own lines)
+    prefix: str
+    formats: tuple[str, ...]
+    group_sql: str
+    topic_sql: str
+    require: str
+
+
+def _between(after: str, before: str) -> str:
+    """SQL template: the text of ``{m}`` after the first ``after``, up to the next ``before``."""
+    at = f"locate({sql_str(after)}, {{m}}) + {len(after)}"
+    return f"substring_index(substring({{m}}, {at}), {sql_str(before)}, 1)"
+
+
+_MQ_TOPIC = _between("MessageQueue [topic=", ",")
+BINDINGS: tuple[Binding, ...] = (
+    # rocketmq-spring DefaultRocketMQListenerContainer.start(): log.info("running container: {}", this), §6.4.
+    Binding(
+        "B-S1",
+        "container",
+        "running container: DefaultRocketMQListenerContainer{",
+        ("spring-listener",),
+        _between("consumerGroup='", "'"),
+        _between(", topic='", "'"),
+        ", topic='",
+    ),
+    # RemoteBrokerOffsetStore.persistAll (4.x and 5.x remoting clients): one line per owned queue every 5 s.
+    Binding(
+        "B-C1",
+        "client-log",
+        "[persistAll] Group: ",
+        CLIENTS,
+        _between("[persistAll] Group: ", " "),
+        _MQ_TOPIC,
+        "MessageQueue [topic=",
+    ),
+    # RebalanceImpl.rebalanceByTopic, CLUSTERING (start-up and membership changes); 5.x says "client rebalanced …".
+    Binding(
+        "B-C2",
+        "client-log",
+        "rebalanced result changed. ",
+        CLIENTS,
+        _between(", group=", ","),
+        _between(", topic=", ","),
+        ", topic=",
+    ),
+    Binding(
+        "B-C2",
+        "client-log",
+        "client rebalanced result changed. ",
+        CLIENTS,
+        _between(", group=", ","),
+        _between(", topic=", ","),
+        ", topic=",
+    ),
+    # RebalanceImpl#getRebalanceResultFromBroker (5.x, broker-side rebalance: POP, clientRebalance=false).
+    Binding(
+        "B-C2",
+        "client-log",
+        "broker rebalanced result changed. ",
+        CLIENTS,
+        _between(", group=", ","),
+        _between(", topic=", ","),
+        ", topic=",
+    ),
+    # gRPC SDK PushConsumerImpl#createConsumeService (rocketmq-clients java 5.0.1+), once at start-up: the group, for
+    # every topic of the instance ("*"); a SimpleConsumer logs no line that names its group.
+    Binding(
+        "B-G1",
+        "client-log",
+        "Create standard consume service, consumerGroup=",
+        ("rocketmq-grpc-client",),
+        _between("consumerGroup=", ","),
+        "'*'",
+        ", clientId=",
+    ),
+    Binding(
+        "B-G1",
+        "client-log",
+        "Create FIFO consume service, consumerGroup=",
+        ("rocketmq-grpc-client",),
+        _between("consumerGroup=", ","),
+        "'*'",
+        ", clientId=",
+    ),
+    # RebalanceImpl.rebalanceByTopic, BROADCASTING: "messageQueueChanged {group} {topic} {mqAll} {mqSet}" (a
+    # broadcasting consumer writes no [persistAll] lines: its offsets live in a local file).
+    Binding(
+        "B-C4",
+        "client-log",
+        "messageQueueChanged ",
+        CLIENTS,
+        _between("messageQueueChanged ", " "),
+        "substring_index(substring_index({m}, ' ', 3), ' ', -1)",
+        "messageQueueChanged ",
+    ),
+    Binding(
+        "B-C3",
+        "client-log",
+        "doRebalance, ",
+        CLIENTS,
+        _between("doRebalance, ", ","),
+        _MQ_TOPIC,
+        "MessageQueue [topic=",
+    ),
+)
 
 # Trace (§7.2): record types, field counts and the ConsumeReturnType names of SubAfter.contextCode.
 TRACE_RECORD_SEP = FIELD_SPLITOR  # U+0002 ends a record

@@ -49,6 +49,14 @@ class SourceFile:
     source: str  # format name
     timezone: str
     consumer_group: str | None
+    instance: str = "."  # the application instance (host) the file belongs to, see ``instance_of``
+
+
+def instance_of(rel: str, depth: int) -> str:
+    """The first ``depth`` folders of a file's path under the landing root: the files of one application
+    instance (its log, rotated and .gz siblings, its RocketMQ client log) share them; ``.`` for none."""
+    folders = pathlib.PurePosixPath(rel).parts[:-1][:depth]
+    return "/".join(folders) or "."
 
 
 def resolve_files(config: Config, landing: str | os.PathLike[str], ds: str) -> tuple[list[SourceFile], list[str]]:
@@ -89,8 +97,11 @@ def resolve_files(config: Config, landing: str | os.PathLike[str], ds: str) -> t
             if not os.access(resolved, os.R_OK):
                 raise InputError(f"cannot read input file: {resolved}")
             seen[resolved] = entry.format
+            rel = os.path.relpath(resolved, root)
             files.append(
-                SourceFile(resolved, os.path.relpath(resolved, root), entry.format, zone, entry.consumer_group)
+                SourceFile(
+                    resolved, rel, entry.format, zone, entry.consumer_group, instance_of(rel, entry.instance_depth)
+                )
             )
     return files, notes
 
@@ -115,6 +126,15 @@ def _catalog(spark: SparkSession, rows: list[tuple[str, str, str, str, str | Non
     values = ", ".join("(" + ", ".join("NULL" if v is None else sql_str(v) for v in row) + ")" for row in rows)
     names = ("path_key", "source", "source_file", "tz", "group_hint")
     cols = ", ".join(f"CAST(col{i} AS STRING) AS {n}" for i, n in enumerate(names, 1))
+    return spark.sql(f"SELECT {cols} FROM VALUES {values}")
+
+
+def instance_table(spark: SparkSession, files: list[SourceFile]) -> DataFrame:
+    """``source_file, instance`` of ``files`` as an inline table (joined to the few event and binding rows)."""
+    if not files:
+        return spark.sql("SELECT CAST(NULL AS STRING) AS source_file, CAST(NULL AS STRING) AS instance WHERE false")
+    values = ", ".join(f"({sql_str(f.rel)}, {sql_str(f.instance)})" for f in files)
+    cols = "CAST(col1 AS STRING) AS source_file, CAST(col2 AS STRING) AS instance"
     return spark.sql(f"SELECT {cols} FROM VALUES {values}")
 
 

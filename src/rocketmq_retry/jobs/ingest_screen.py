@@ -39,12 +39,15 @@ SCREEN_COLUMNS = (
     "logger",
     "msg",
     "thread",
+    "bind",
 )
 
 # Carried unchanged through every step of the screen.
 _KEYS = ("source", "source_file", "line_no", "group_hint")
 # The one statement whose line may be paired with a later line (4.9.4 L-P1, §12).
 LP1 = next(i for i, st in enumerate(P.STATEMENTS) if st.ref == "L-P1")
+# Per-minute counters whose zero lines are noise (L-C16 client CONSUME_FAILED_TPS, L-B15 TOPIC_PUT_NUMS of a DLQ).
+ZERO_COUNTERS = "(" + ", ".join(str(i) for i, st in enumerate(P.STATEMENTS) if st.ref in ("L-C16", "L-B15")) + ")"
 
 # Head layouts without their message part: the regex runs over the short text before the separator only.
 RX_C4 = P.CLIENT4_HEAD.removesuffix(" - (.*)$") + "$"
@@ -67,6 +70,25 @@ def _statement_sql() -> tuple[str, str, str, str]:
     full = " ".join(f"WHEN {i} THEN msg RLIKE {sql_str(st.pattern)}" for i, st in enumerate(P.STATEMENTS))
     ref = " ".join(f"WHEN {i} THEN {sql_str(st.ref)}" for i, st in enumerate(P.STATEMENTS))
     return probes, f"CASE {index} END", f"CASE stmt {full} END", f"CASE stmt {ref} END"
+
+
+def binding_sql(message: str) -> str:
+    """``named_struct(kind, consumer_group, topic)`` of a binding line (``ingest_patterns.BINDINGS``), else NULL."""
+    branches = []
+    for b in P.BINDINGS:
+        cond = (
+            f"source IN {sql_in(b.formats)} AND startswith({message}, {sql_str(b.prefix)}) "
+            f"AND locate({sql_str(b.require)}, {message}) > 0"
+        )
+        value = (
+            f"named_struct('kind', {sql_str(b.kind)}, 'consumer_group', {b.group_sql.format(m=message)}, "
+            f"'topic', {b.topic_sql.format(m=message)})"
+        )
+        branches.append(f"WHEN {cond} THEN {value}")
+    return "CASE " + " ".join(branches) + " END"
+
+
+BIND_PROBES = sql_in(sorted({b.prefix[: P.PREFIX_PROBE] for b in P.BINDINGS}))
 
 
 def _to_utc(local: str, zones: tuple[str, ...]) -> str:
@@ -159,6 +181,9 @@ def screen_log_lines(lines: DataFrame, ds: str, zones: tuple[str, ...] = ()) -> 
         "safe",
         "k",
         f"IF(k IS NOT NULL AND {cand}, CAST(substring(CAST(safe AS BINARY), body_byte) AS STRING), NULL) AS msg",
+        # the message of a line that may bind a topic to a group (start-up, rebalance and offset-flush lines)
+        f"IF(k IS NOT NULL AND probe IN {BIND_PROBES}, CAST(substring(CAST(safe AS BINARY), body_byte) AS STRING), "
+        "NULL) AS bmsg",
         # Local wall-clock time per layout. The head regex has already checked the digits' layout, so Spark's own
         # string-to-timestamp cast reads them exactly as the layout's pattern would (null for a month 13 or a
         # 24:00), at a fifth of the cost of a DateTimeFormatter parse. Spring's offset form keeps its pattern.
@@ -193,8 +218,9 @@ def screen_log_lines(lines: DataFrame, ds: str, zones: tuple[str, ...] = ()) -> 
                    WHEN 'cs' THEN trim(regexp_extract(h, {rs}, 6)) END, NULL) AS thread""",
     )
     df = df.selectExpr(
-        *(c for c in df.columns if c not in ("tz", "local_ts", "offset_ts")),
+        *(c for c in df.columns if c not in ("tz", "local_ts", "offset_ts", "bmsg")),
         f"coalesce(offset_ts, {_to_utc('local_ts', zones)}) AS ts",
+        f"IF(bmsg IS NULL, NULL, {binding_sql('bmsg')}) AS bind",
     )
     lp1_prefix = sql_str(P.STATEMENTS[LP1].prefix)
     head = "k IS NOT NULL"
@@ -229,6 +255,7 @@ def screen_log_lines(lines: DataFrame, ds: str, zones: tuple[str, ...] = ()) -> 
         "hostile_raw",
         "msg",
         "thread",
+        "bind",
     )
     out = df.selectExpr(
         *_KEYS,
@@ -246,6 +273,8 @@ def screen_log_lines(lines: DataFrame, ds: str, zones: tuple[str, ...] = ()) -> 
         "IF(branch = 2, logger, NULL) AS logger",
         "msg",
         "thread",
+        # a binding counts only on a line that is what it looks like: a head line with its timestamp
+        "IF(branch = 3, bind, NULL) AS bind",
     )
 
     assert tuple(out.columns) == SCREEN_COLUMNS, out.columns
@@ -275,8 +304,9 @@ def settle_candidates(df: DataFrame) -> DataFrame:
     rollup = f"startswith(msg, '[') AND msg RLIKE {sql_str(P.STATS_ROLLUP)}"
     rollup_kind = "'stats hour/day roll-up (repeats the minute lines)'"
     lp1_deferred = f"stmt = {LP1} AND source = 'rocketmq-client-4x' AND NOT contains(msg, 'InvokeID: %s')"
+    stats_kind = f"concat('stats ', coalesce(nullif(regexp_extract(msg, {sql_str(STATS_TAG)}, 1), ''), '?'))"
     ignored_kind = f"""CASE WHEN startswith(msg, '[')
-          THEN concat('stats ', coalesce(nullif(regexp_extract(msg, {sql_str(STATS_TAG)}, 1), ''), '?'))
+          THEN {stats_kind}
         WHEN startswith(msg, {sql_str(P.RESEND_MESSAGE_PREFIX)}) THEN 'Message{{...}} rendering'
         ELSE {LOGGER_LEVEL_KIND} END"""
     branches = [
@@ -284,6 +314,8 @@ def settle_candidates(df: DataFrame) -> DataFrame:
         (lp1_deferred, "ignored", "'L-P1 line (event recorded on the Message{...} line after it)'"),
         # hour/day roll-ups repeat the minute counters (§6.3 L-B9): noise, not a malformed L-B9
         (rollup, "ignored", rollup_kind),
+        # counters printed every minute whatever happened: a zero says nothing a missing line would not
+        (f"stmt IN {ZERO_COUNTERS} AND contains(msg, ' Stats In One Minute, SUM: 0 ')", "ignored", stats_kind),
         (f"stmt IS NOT NULL AND {full_ok}", "event", "NULL"),
         ("stmt IS NOT NULL", "quarantined", f"concat('truncated or malformed ', {stmt_ref}, ' statement')"),
     ]
@@ -305,5 +337,5 @@ def settle_candidates(df: DataFrame) -> DataFrame:
         "CASE settled "
         + " ".join(f"WHEN {i} THEN {w}" for i, (_, _, w) in enumerate(branches))
         + f" WHEN -1 THEN {ignored_kind} ELSE why END AS why",
-        "IF(coalesce(settled, -2) IN (-2, 4), raw, NULL) AS raw",
+        f"IF(coalesce(settled, -2) IN (-2, {len(branches) - 1}), raw, NULL) AS raw",
     )

@@ -37,9 +37,12 @@ from pyspark.sql import types as T
 from rocketmq_retry.config import Config, load_config
 from rocketmq_retry.errors import InputError, UserError
 from rocketmq_retry.jobs import lifecycle_schedule as sched
+from rocketmq_retry.jobs.attribution import REASONS, GrpcGroups, read_bindings, unattributed_of
+from rocketmq_retry.jobs.ingest_parse import LOG_FORMATS
+from rocketmq_retry.jobs.reconciliation import CAUSES, reconciliation
 from rocketmq_retry.jobs.reconstruct_events import CONSUMER_KINDS, SCHEDULE_TOPIC, observations
 
-TABLES = ("transitions", "lifecycles", "dead_letters", "reconciliation")
+TABLES = ("transitions", "lifecycles", "dead_letters", "reconciliation", "unattributed")
 KEY = ["consumer_group", "msg_id"]
 RETRY_ACTIONS = ("SCHEDULED_RETRY", "REPUBLISHED_RETRY", "LOCAL_RESUBMIT", "ORDERLY_SUSPEND", "INVISIBLE_RETRY",
                  "FIFO_LOCAL_RETRY")  # fmt: skip
@@ -64,6 +67,7 @@ class Outputs:
     lifecycles: DataFrame
     dead_letters: DataFrame
     reconciliation: DataFrame
+    unattributed: DataFrame
     observations: DataFrame  # the linked, classified events (cached), for the run's evidence report
     report: dict[str, object] = field(default_factory=dict)
     cached: list[DataFrame] = field(default_factory=list)  # intermediate results this run cached
@@ -72,7 +76,10 @@ class Outputs:
         """Unpersist the cached intermediates: a session that outlives the run (tests, a notebook) keeps no
         cached blocks per date it reconstructed."""
         for frame in self.cached:
-            frame.unpersist()
+            if frame.is_cached:
+                frame.unpersist()
+            else:  # a local checkpoint: its blocks belong to its RDD, not to the cache manager
+                frame._jdf.queryExecution().logical().rdd().unpersist(False)
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -163,6 +170,11 @@ def attempt_facts(obs: DataFrame) -> DataFrame:
             # Distinct by requestId: one trace record can reach us twice (the trace file and a dump of the trace
             # topic); two broadcasting instances have two requestIds (§7.2, §12).
             F.countDistinct(F.when(kind == "DELIVERY", F.coalesce("request_id", "event_id"))).alias("n_delivered"),
+            # failed deliveries of the attempt: one per trace request or per instance that logged the failure (each
+            # instance of a broadcasting group fails, or not, on its own)
+            F.countDistinct(
+                F.when(kind.isin("FAIL", "SUSPEND", "DROP"), F.coalesce("request_id", "instance", "event_id"))
+            ).alias("n_failed"),
             _min_t(kind.isin(*CONSUMER_KINDS)).alias("seen_at"),
             _min_t(kind == "DELIVERY").alias("delivery_at"),
             _min_t(kind == "OK").alias("ok_at"),
@@ -192,8 +204,23 @@ def attempt_facts(obs: DataFrame) -> DataFrame:
     def _flat(name: str) -> Column:
         return F.array_sort(F.array_distinct(F.flatten(F.collect_list(name)))).alias(name)
 
-    return per_source.groupBy(*KEY, "attempt").agg(
+    # Each application instance whose own log shows a delivery received one (a broadcasting group delivers every
+    # message to every instance, §1.3): two instances logging the drop are two deliveries even without a trace.
+    per_instance = (
+        obs.where(
+            F.col("attempt").isNotNull()
+            & F.col("consumer_group").isNotNull()
+            & F.col("msg_id").isNotNull()
+            & kind.isin(*CONSUMER_KINDS)
+            & F.col("source").isin(*LOG_FORMATS)
+            & F.col("instance").isNotNull()
+        )
+        .groupBy(*KEY, "attempt")
+        .agg(F.countDistinct("instance").alias("n_instances"))
+    )
+    facts = per_source.groupBy(*KEY, "attempt").agg(
         F.max("n_delivered").alias("n_delivered"),
+        F.max("n_failed").alias("n_failed"),
         F.min("seen_at").alias("seen_at"),
         F.min("delivery_at").alias("delivery_at"),
         F.min("ok_at").alias("ok_at"),
@@ -210,6 +237,11 @@ def attempt_facts(obs: DataFrame) -> DataFrame:
         F.min("ready_queue").alias("ready_queue"),
         F.min("ready_level").alias("ready_level"),
         *[_flat(n) for n in ("ev_delivery", "ev_outcome", "ev_sendback", "ev_sched", "ev_ready", "ev_drop")],
+    )
+    return (
+        facts.join(per_instance, [*KEY, "attempt"], "left")
+        .withColumn("n_delivered", F.greatest("n_delivered", F.coalesce("n_instances", F.lit(0))))
+        .drop("n_instances")
     )
 
 
@@ -256,8 +288,11 @@ def with_silent_consumptions(lf: DataFrame, obs: DataFrame, mf: DataFrame) -> Da
         .select("consumer_group", "topic")
         .distinct()
     )
+    # A message with consumer lines that no group could be given to: its silence is not evidence of success.
+    unplaced = obs.where(F.col("unattributed").isNotNull() & F.col("msg_id").isNotNull()).select("msg_id").distinct()
     silent = (
-        pubs.join(subs, "topic")
+        pubs.join(unplaced, "msg_id", "left_anti")
+        .join(subs, "topic")
         .join(lf.select(*KEY), KEY, "left_anti")
         .select(
             *KEY,
@@ -270,6 +305,8 @@ def with_silent_consumptions(lf: DataFrame, obs: DataFrame, mf: DataFrame) -> Da
             F.lit(0).cast("long").alias("n_dlq_rows"),
             F.col("pub_sources").alias("evidence_sources"),
             F.array(F.lit("subscription")).alias("linked_by"),
+            F.array(F.lit("subscription")).alias("attribution"),
+            F.array().cast("array<string>").alias("instances"),
             F.lit(True).alias("silent_ok"),
         )
     )
@@ -305,6 +342,11 @@ def lifecycle_facts(obs: DataFrame) -> DataFrame:
             F.max(F.when(kind == "READY", F.col("topic"))).alias("ready_topic"),
             F.array_sort(F.collect_set(F.when(kind != "OTHER", F.col("source")))).alias("evidence_sources"),
             F.array_sort(F.collect_set(F.when(F.col("linked_by") != "msg_id", F.col("linked_by")))).alias("linked_by"),
+            # how the group of each of the lifecycle's rows was established (docs/reconstruction.md, "Attribution")
+            F.array_sort(F.collect_set(F.when(kind != "OTHER", F.col("attribution")))).alias("attribution"),
+            F.array_sort(F.collect_set(F.when(consumer & F.col("source").isin(*LOG_FORMATS), F.col("instance")))).alias(
+                "instances"
+            ),
         )
     )
 
@@ -621,6 +663,9 @@ def lifecycles_from(lc: DataFrame, plan: DataFrame, trans: DataFrame, th: Thresh
         F.col("wait_ms").alias("last_wait_ms"),
         F.col("fail_t").alias("last_fail_ms"),
         F.col("attempt").alias("last_attempt"),
+        F.coalesce("fail_at", "drop_at", "sendback_at", "sbf_at", "local_at", "sched_at", "ready_at")
+        .isNotNull()
+        .alias("last_fail_seen"),
     )
     per_attempt = plan.groupBy(*KEY).agg(
         F.sum(F.greatest(F.coalesce(F.col("n_delivered"), F.lit(0)), F.lit(1))).alias("deliveries"),
@@ -742,6 +787,32 @@ def lifecycles_from(lc: DataFrame, plan: DataFrame, trans: DataFrame, th: Thresh
 
 
 # --------------------------------------------------------------------------------------------------------------
+# compensation safety
+
+
+def compensable() -> Column:
+    """A dead letter compensation may act on: its DLQ arrival was observed (a DLQ copy, the broker's or the SDK's DLQ
+    line), or the engine's answer for its last failure is the DLQ (its group's threshold reached, or a path that
+    dead-letters earlier, such as the 4.x fallback re-publish) and that failure was observed. Its group is
+    established by construction: a row no evidence gave a group never reaches a lifecycle."""
+    observed = F.col("dlq_ms").isNotNull()
+    engine_agrees = F.coalesce(F.col("last_engine_action") == "DEAD_LETTER", F.lit(False))
+    return observed | (engine_agrees & F.coalesce(F.col("last_fail_seen"), F.lit(False)))
+
+
+def review_reason() -> Column:
+    """Why a dead letter is held for review rather than compensated (null when it is compensable)."""
+    return (
+        F.when(compensable(), F.lit(None).cast("string"))
+        .when(
+            ~F.coalesce(F.col("last_engine_action") == "DEAD_LETTER", F.lit(False)),
+            F.lit("DLQ inferred, but the engine's answer for the last failure is not the DLQ"),
+        )
+        .otherwise(F.lit("DLQ inferred, but the failure of the last delivery was not observed"))
+    )
+
+
+# --------------------------------------------------------------------------------------------------------------
 # business key, handler routes
 
 
@@ -777,6 +848,12 @@ def _day_bounds(day: str, zone: str = "UTC") -> tuple[int, int]:
     return int(start.timestamp() * 1000), int(end.timestamp() * 1000)
 
 
+def _checkpoint(df: DataFrame) -> DataFrame:
+    from pyspark import StorageLevel
+
+    return df.localCheckpoint(eager=True, storageLevel=StorageLevel.MEMORY_AND_DISK)
+
+
 def reconstruct(
     spark: SparkSession,
     events: DataFrame,
@@ -785,14 +862,20 @@ def reconstruct(
     *,
     horizon_ms: int | None = None,
     thresholds: Thresholds | None = None,
+    bindings: DataFrame | None = None,
 ) -> Outputs:
-    """All four outputs for ``day`` from ``events`` (D plus look-back rows; a ``dt`` column marks partitions,
+    """All outputs for ``day`` from ``events`` (D plus look-back rows; a ``dt`` column marks partitions,
     else the UTC date of event_time does). ``horizon_ms`` is the end of observation (default: the latest
-    event_time read), after which expected hops are pending rather than missing."""
+    event_time read), after which expected hops are pending rather than missing. ``bindings``: what the
+    instances' start-up and client-log lines say about their groups (``attribution.read_bindings``)."""
     th = thresholds or Thresholds()
     zone = config.timezone
     orderly = tuple(g for g in config.groups if sched.group_mode(config.group_policy(g)) == "ORDERLY")
-    obs = observations(events, day, zone, tuple(config.groups), orderly).cache()
+    # A local checkpoint, not a cache: every later plan then starts from stored rows instead of carrying (and
+    # matching against the cache, and printing for Spark's listeners) the linking and attribution plan
+    obs = _checkpoint(
+        observations(events, day, zone, tuple(config.groups), orderly, bindings=bindings, grpc=GrpcGroups.of(config))
+    )
     if horizon_ms is None:
         row = obs.agg(F.max("t_ms").alias("h")).collect()[0]
         horizon_ms = int(row["h"] or _day_bounds(day, zone)[1])
@@ -831,6 +914,8 @@ def reconstruct(
         "evidence_class",
         "evidence_sources",
         "linked_by",
+        "attribution",
+        "instances",
     )
     d0, d1 = _day_bounds(day, zone)
     dlq_dead = F.col("final_state") == "DEAD_LETTERED"
@@ -852,10 +937,17 @@ def reconstruct(
         compensation_handler(config).alias("compensation_handler"),
         F.col("dlq_ms").isNull().alias("dlq_inferred"),
         F.col("ev_dlq").alias("evidence"),
+        "attribution",
+        compensable().alias("compensable"),
+        review_reason().alias("review_reason"),
     )
-    recon = reconciliation(obs, transitions, (d0, d1), groups)
+    group_topics = life.select("consumer_group", F.col("original_topic").alias("topic")).distinct()
+    recon = reconciliation(obs, transitions, plan, groups, group_topics, (d0, d1))
     report = {"groups": [s.group for s in summaries], "horizon_ms": horizon_ms, "engine": sched.engine_available()}
-    return Outputs(transitions, lifecycles, dead_letters, recon, obs, report, [obs, lc, plan, trans_full, life])
+    unattributed = unattributed_of(obs.where(F.col("in_day")), config)
+    return Outputs(
+        transitions, lifecycles, dead_letters, recon, unattributed, obs, report, [obs, lc, plan, trans_full, life]
+    )
 
 
 TRANSITION_COLUMNS = (
@@ -874,61 +966,6 @@ TRANSITION_COLUMNS = (
     "inferred",
     "evidence",
 )
-
-
-def stat_count() -> Column:
-    """The SUM of a stats line: the ingest puts it in ``detail`` (L-B9/L-B10); ``status_code`` as a fallback."""
-    from_detail = F.regexp_extract(F.coalesce(F.col("detail"), F.lit("")), r"(?:SUM: )?(\d+)", 1)
-    return F.coalesce(F.nullif(from_detail, F.lit("")).cast("long"), F.col("status_code").cast("long"))
-
-
-def reconciliation(obs: DataFrame, transitions: DataFrame, bounds: tuple[int, int], groups: DataFrame) -> DataFrame:
-    """Per group and minute: reconstructed send-backs and DLQ arrivals next to the broker's counters.
-
-    SNDBCK_PUT_NUMS counts every successful CONSUMER_SEND_MSG_BACK, the DLQ-bound ones included (§2.2 step 12,
-    L-B9), and not the client's plain re-publishes (§1.4, §4), so the reconstructed side counts SENT_BACK hops.
-    A "Stats In One Minute" line is printed at the end of the minute it covers, so its minute is one earlier.
-    """
-    minute_of = F.date_trunc("minute", F.coalesce(F.col("observed_at"), F.col("expected_at")))
-    rec = (
-        transitions.where(F.col("to_state").isin("SENT_BACK", "DEAD_LETTERED"))
-        .withColumn("minute", minute_of)
-        .groupBy("consumer_group", "minute")
-        .agg(
-            F.count(F.when(F.col("to_state") == "SENT_BACK", 1)).alias("reconstructed_send_backs"),
-            F.count(F.when(F.col("to_state") == "DEAD_LETTERED", 1)).alias("reconstructed_dlq"),
-        )
-    )
-    stats = (
-        obs.where((F.col("kind") == "STAT") & F.col("in_day") & F.col("consumer_group").isNotNull())
-        .withColumn("minute", F.date_trunc("minute", F.col("event_time")) - F.expr("INTERVAL 1 MINUTE"))
-        .withColumn("n", stat_count())
-        .groupBy("consumer_group", "minute")
-        .agg(
-            F.sum(F.when(F.col("event_type") == "SEND_BACK_COUNT", F.col("n"))).alias("broker_send_backs"),
-            F.sum(F.when(F.col("event_type") == "DLQ_COUNT", F.col("n"))).alias("broker_dlq"),
-        )
-    )
-    j = rec.join(stats, ["consumer_group", "minute"], "full").join(
-        groups.select("consumer_group", "broker_major"), "consumer_group", "left"
-    )
-    zero = F.lit(0).cast("long")
-    # A stats line is printed only for minutes with traffic, so a missing one means 0; a 4.x broker has no DLQ
-    # counter at all (SNDBCK2DLQ_TIMES is 5.x, §6.3 L-B10), so its DLQ side and difference stay null.
-    broker_dlq = F.when(F.col("broker_major") >= 5, F.coalesce(F.col("broker_dlq").cast("long"), zero))
-    rec_sb, rec_dlq = F.coalesce("reconstructed_send_backs", zero), F.coalesce("reconstructed_dlq", zero)
-    broker_sb = F.coalesce(F.col("broker_send_backs").cast("long"), zero)
-    minute_ms = F.unix_millis("minute")
-    return j.where((minute_ms >= bounds[0]) & (minute_ms < bounds[1])).select(
-        "consumer_group",
-        "minute",
-        rec_sb.alias("reconstructed_send_backs"),
-        broker_sb.alias("broker_send_backs"),
-        (rec_sb - broker_sb).alias("send_back_diff"),
-        rec_dlq.alias("reconstructed_dlq"),
-        broker_dlq.alias("broker_dlq"),
-        (rec_dlq - broker_dlq).alias("dlq_diff"),
-    )
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -977,6 +1014,7 @@ SORT_KEYS = {
     "lifecycles": ["consumer_group", "msg_id"],
     "dead_letters": ["consumer_group", "msg_id"],
     "reconciliation": ["consumer_group", "minute"],
+    "unattributed": ["source_file", "event_type", "topic", "reason"],
 }
 
 
@@ -1014,14 +1052,15 @@ def summarize(spark: SparkSession, warehouse: str, day: str) -> dict[str, object
         "dead_letters_inferred": dead.where(F.col("dlq_inferred")).count(),
         "transitions": trans.count(),
         "inferred_hops": trans.where(F.col("inferred")).count(),
-        "reconciliation_minutes_with_diff": recon.where(
-            (F.col("send_back_diff") != 0) | (F.col("dlq_diff") != 0)
-        ).count(),
+        "dead_letters_for_review": dead.where(~F.col("compensable")).count(),
+        "reconciliation_minutes_with_diff": recon.where(F.col("cause").isNotNull()).count(),
+        "reconciliation_causes": counts(recon.where(F.col("cause").isNotNull()), "cause"),
     }
 
 
 def evidence_report(obs: DataFrame) -> dict[str, int]:
-    """Rows the reconstruction could not place: no msg_id after linking, or no consumer group."""
+    """Rows the reconstruction could not place: no msg_id after linking, or no consumer group (the latter are
+    the ``unattributed`` table's rows)."""
     lifecycle_kinds = (*CONSUMER_KINDS, "DLQ", "SCHED", "READY")
     scoped = obs.where(F.col("kind").isin(*lifecycle_kinds) & F.col("in_day"))
     row = scoped.agg(
@@ -1098,7 +1137,8 @@ def _run(args: argparse.Namespace) -> int:
         f"engine={'rocketmq_retry.engine' if sched.engine_available() else 'fallback rules'}"
     )
     events = read_events(spark, args.warehouse, args.date, lookback_ms, config.timezone)
-    out = reconstruct(spark, events, config, args.date, thresholds=th)
+    bindings = read_bindings(spark, args.warehouse, args.date, config.attribution.lookback_days)
+    out = reconstruct(spark, events, config, args.date, thresholds=th, bindings=bindings)
     try:
         for table in TABLES:
             print(f"  writing {table} …", flush=True)
@@ -1114,9 +1154,40 @@ def _run(args: argparse.Namespace) -> int:
     print(f"  anomalies: {summary['anomalies'] or 'none'}")
     print(f"  dead letters: {summary['dead_letters']} ({summary['dead_letters_inferred']} inferred from the engine)")
     print(f"  transitions: {summary['transitions']} ({summary['inferred_hops']} inferred)")
-    print(f"  reconciliation minutes with a difference: {summary['reconciliation_minutes_with_diff']}")
+    print(f"  reconciliation group-minutes with a difference: {summary['reconciliation_minutes_with_diff']}")
+    for cause, n in summary["reconciliation_causes"].items():
+        print(f"    {n} x {cause}: {CAUSES[cause]}")
     print(
         f"  evidence not placed: {unplaced['unlinked']} rows without a resolvable msg_id, "
         f"{unplaced['unattributed']} without a consumer group; {unplaced['linked']} linked through offset ids"
     )
+    print(f"  dead letters held for review (not compensated): {summary['dead_letters_for_review']}")
+    for line in unattributed_lines(spark, args.warehouse, args.date):
+        print(line)
     return 0
+
+
+def unattributed_lines(spark: SparkSession, warehouse: str, day: str) -> list[str]:
+    """The run summary's account of the lines no evidence gave a group: per source file and reason, with the
+    config key that would settle them (docs/reconstruction.md, "Attribution")."""
+    rows = (
+        spark.read.parquet(str(pathlib.Path(warehouse) / "unattributed" / f"dt={day}"))
+        .groupBy("source_file", "reason", "fix")
+        .agg(
+            F.sum("lines").alias("lines"),
+            F.array_sort(F.array_distinct(F.flatten(F.collect_list("candidates")))).alias("candidates"),
+            F.array_sort(F.collect_set("topic")).alias("topics"),
+        )
+        .orderBy("source_file", "reason")
+        .collect()
+    )
+    if not rows:
+        return ["  unattributed lines: none (every consumer line's group is established)"]
+    out = [f"  unattributed lines: {sum(int(r['lines']) for r in rows)} (never placed in a lifecycle)"]
+    for r in rows:
+        cands = f"; candidates {', '.join(r['candidates'])}" if r["candidates"] else ""
+        out.append(
+            f"    {r['source_file']}: {r['lines']} line(s), {REASONS[r['reason']]} "
+            f"(topic {', '.join(t or '?' for t in r['topics'])}{cands}) -> set {r['fix']}"
+        )
+    return out

@@ -10,6 +10,9 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 from pyspark.sql.window import Window
 
+from rocketmq_retry.jobs.attribution import GrpcGroups, attribute
+from rocketmq_retry.jobs.ingest_parse import COUNTER_EVENTS, GROUP_EVENTS
+
 # DESIGN §4 events columns. The ingest job owns the table; this is the contract the reconstruction builds on
 # (it selects these names and nothing else, so extra columns in the real table are harmless).
 EVENTS_SCHEMA = T.StructType(
@@ -39,6 +42,8 @@ EVENTS_SCHEMA = T.StructType(
         T.StructField("client_host", T.StringType()),
         T.StructField("thread", T.StringType()),
         T.StructField("detail", T.StringType()),
+        T.StructField("attribution", T.StringType()),
+        T.StructField("instance", T.StringType()),
     ]
 )
 
@@ -137,17 +142,21 @@ def link_identities(events: DataFrame, known_groups: tuple[str, ...] = ()) -> Da
         known = F.when(g.startswith(name + "_"), F.lit(name)).otherwise(known)
     retry_copy = F.col("topic").startswith("%RETRY%") & ~g.isin(*known_groups) if known_groups else F.lit(False)
     out = out.withColumn("consumer_group", F.when(retry_copy & known.isNotNull(), known).otherwise(g))
-    # A consumer line that names no group (L-C4 broadcasting drop, a Spring line without a mapped container, §6.4)
-    # belongs to the message's only group when the other evidence of that msg_id names exactly one.
-    groups = F.collect_set("consumer_group").over(Window.partitionBy("msg_id"))
-    consumer = F.col("event_type").isin(*_CONSUMER_EVENT_TYPES)
-    unique = F.when(consumer & F.col("msg_id").isNotNull() & (F.size(groups) == 1), groups.getItem(0))
-    return out.withColumn(
-        "linked_by",
-        F.when(F.col("consumer_group").isNull() & unique.isNotNull(), F.lit("only_group")).otherwise(
-            F.col("linked_by")
-        ),
-    ).withColumn("consumer_group", F.coalesce(F.col("consumer_group"), unique))
+    # A consumer line that names no group (L-C4, a Spring or gRPC listener line) is attributed by evidence of its
+    # own instance, never by the message's other groups (``attribution``).
+    return out
+
+
+def business_topic() -> Column:
+    """``original_topic`` with a pop retry topic read back to its business topic: a gRPC dead letter's broker line
+    names the revived copy's topic, ``%RETRY%<group>_<topic>`` (V1) or ``%RETRY%<group>+<topic>`` (V2, §2.4)."""
+    ot, g = F.col("original_topic"), F.col("consumer_group")
+    v1 = F.concat(F.lit("%RETRY%"), g, F.lit("_"))
+    return (
+        F.when(ot.startswith("%RETRY%") & ot.contains("+"), F.substring_index(ot, "+", -1))
+        .when(g.isNotNull() & ot.startswith(v1), F.expr("substring(original_topic, length(consumer_group) + 9)"))
+        .otherwise(ot)
+    )
 
 
 def evidence_kind() -> Column:
@@ -166,7 +175,7 @@ def evidence_kind() -> Column:
         .when(et == "LOCAL_RETRY", "LOCAL")
         .when(et == "SEND_BACK_FAILED", "SBF")
         .when(et == "DIRECT_CONSUME", "DIRECT")
-        .when(et.isin("SEND_BACK_COUNT", "DLQ_COUNT"), "STAT")
+        .when(et.isin(*COUNTER_EVENTS), "STAT")
         .when(et == "DEAD_LETTERED", "DLQ")
         .when(~consumer & topic.startswith("%DLQ%"), "DLQ")
         .when(~consumer & (topic == SCHEDULE_TOPIC), "SCHED")
@@ -207,11 +216,17 @@ def observations(
     zone: str = "UTC",
     known_groups: tuple[str, ...] = (),
     orderly_groups: tuple[str, ...] = (),
+    bindings: DataFrame | None = None,
+    grpc: GrpcGroups | None = None,
 ) -> DataFrame:
-    """Linked events with ``kind``, ``attempt``, ``t_ms``, ``in_day``; consumer outcomes lacking a
+    """Linked and attributed events with ``kind``, ``attempt``, ``t_ms``, ``in_day``; consumer outcomes lacking a
     reconsume_times (a trace SubAfter has none, §7.2) take that of the last delivery the same source reported.
-    ``orderly_groups`` are the remoting orderly groups, whose DLQ-bound copies keep r (see ``attempt_of``)."""
+    ``orderly_groups`` are the remoting orderly groups, whose DLQ-bound copies keep r (see ``attempt_of``).
+    ``bindings`` and ``grpc`` are the evidence ``attribution.attribute`` reads; rows it cannot attribute keep no
+    group and carry ``unattributed`` (a reason code)."""
     ev = link_identities(conform(events, zone), known_groups)
+    need = F.col("consumer_group").isNull() & F.col("event_type").isin(*GROUP_EVENTS)
+    ev = attribute(ev, bindings, grpc or GrpcGroups(), need).withColumn("original_topic", business_topic())
     ev = (
         ev.withColumn("kind", evidence_kind())
         .withColumn("dlq_bound", dlq_bound())

@@ -46,6 +46,9 @@ def build_spark_session(
         # (tests, a backfill loop) compiled them all again and the JIT started over on the new classes
         # (measured at 1.2 M lines: 81 recompiles, 18.2 s warm run; with this, 0 recompiles and 14.1 s).
         "spark.sql.codegen.cache.maxEntries": "1000",
+        # Spark renders every executed plan as text for its listeners, each cached frame with its whole plan:
+        # the reconstruction's plan strings reached hundreds of MB and ran a 1g driver out of heap.
+        "spark.sql.maxPlanStringLength": "1000000",
     }
     settings.update(conf or {})
     for key, value in settings.items():

@@ -45,6 +45,15 @@ DEFAULT_SEVERITIES: dict[str, Severity] = {
     "lifecycles.anomaly_codes_allowed": "warning",
     "lifecycles.last_seen_not_before_first_seen": "critical",
     "lifecycles.deliveries_non_negative": "critical",
+    "lifecycles.group_established": "critical",
+    "dead_letters.schema": "critical",
+    "dead_letters.not_null": "critical",
+    "dead_letters.key_unique": "critical",
+    "dead_letters.compensable_established": "critical",
+    "dead_letters.none_held_for_review": "warning",
+    # lines no evidence gave a group are reported, never placed: the day's lifecycles stand without them
+    "unattributed.schema": "critical",
+    "unattributed.none": "warning",
 }
 
 REPO_ROOT = pathlib.Path(__file__).resolve().parents[3]

@@ -21,13 +21,13 @@ if TYPE_CHECKING:
     from rocketmq_retry.config import Config
 
 SUITE_PREFIX = "rocketmq_retry_"
-TABLES = ("events", "transitions", "lifecycles")
+TABLES = ("events", "transitions", "lifecycles", "dead_letters", "unattributed")
 
 EVENT_COLUMNS = (
     "event_id", "event_time", "source", "source_file", "line_no", "event_type", "consumer_group",
     "producer_group", "msg_id", "offset_msg_id", "origin_msg_id", "topic", "original_topic", "queue_id",
     "reconsume_times", "delay_level", "keys", "tags", "body", "status_code", "cost_ms", "broker",
-    "client_host", "thread", "detail",
+    "client_host", "thread", "detail", "attribution", "instance",
 )  # fmt: skip
 TRANSITION_COLUMNS = (
     "consumer_group", "msg_id", "hop", "from_state", "to_state", "observed_at", "expected_at", "drift_ms",
@@ -35,16 +35,34 @@ TRANSITION_COLUMNS = (
 )  # fmt: skip
 LIFECYCLE_COLUMNS = (
     "consumer_group", "msg_id", "original_topic", "keys", "tags", "business_key", "first_seen", "last_seen",
-    "deliveries", "final_state", "expected_final_state", "max_reconsume_times", "anomalies",
+    "deliveries", "final_state", "expected_final_state", "max_reconsume_times", "anomalies", "attribution",
+    "instances",
 )  # fmt: skip
-COLUMNS = {"events": EVENT_COLUMNS, "transitions": TRANSITION_COLUMNS, "lifecycles": LIFECYCLE_COLUMNS}
+DEAD_LETTER_COLUMNS = (
+    "consumer_group", "msg_id", "original_topic", "dlq_at", "reconsume_times", "keys", "tags", "business_key",
+    "body", "compensation_handler", "dlq_inferred", "evidence", "attribution", "compensable", "review_reason",
+)  # fmt: skip
+UNATTRIBUTED_COLUMNS = (
+    "source", "source_file", "instance", "event_type", "topic", "reason", "candidates", "fix", "lines",
+    "example_line_no",
+)  # fmt: skip
+COLUMNS = {
+    "events": EVENT_COLUMNS,
+    "transitions": TRANSITION_COLUMNS,
+    "lifecycles": LIFECYCLE_COLUMNS,
+    "dead_letters": DEAD_LETTER_COLUMNS,
+    "unattributed": UNATTRIBUTED_COLUMNS,
+}
+# How a lifecycle's group was established (docs/reconstruction.md, "Attribution"); "subscription" marks the
+# silent consumptions inferred from a group's other lifecycles on the topic.
+ATTRIBUTIONS = ("line", "config", "container", "thread", "client-log", "single-group", "subscription")
 
 EVENT_TYPES = (
     "PUBLISHED", "PUBLISH_RETRY", "PUBLISH_FAILED", "DELIVERED", "CONSUME_OK", "CONSUME_FAILED", "CONSUME_TIMEOUT",
     "SEND_BACK", "SEND_BACK_FAILED", "LOCAL_RETRY", "ORDERLY_SUSPENDED", "BROADCAST_DROPPED", "POP_NACK",
     "POP_DROPPED", "DEAD_LETTERED", "SEND_BACK_COUNT", "DLQ_COUNT", "DIRECT_CONSUME",
     # Added by the ingest job for what the formats show (docs/DESIGN.md lets it extend the list):
-    "RETRY_ENQUEUED", "TOPIC_CREATED", "SCHEDULE_ERROR",
+    "RETRY_ENQUEUED", "TOPIC_CREATED", "SCHEDULE_ERROR", "DLQ_PUT_COUNT", "CONSUME_FAILED_COUNT",
 )  # fmt: skip
 FINAL_STATES = ("CONSUMED", "DEAD_LETTERED", "IN_RETRY", "DROPPED", "UNKNOWN")
 ANOMALY_CODES = (
@@ -216,6 +234,63 @@ def _checks(table: str, config: Config, settings: ValidationSettings) -> list[Ch
             Check(
                 "lifecycles.deliveries_non_negative",
                 gxe.ExpectColumnValuesToBeBetween(column="deliveries", min_value=0),
+            ),
+            Check(
+                "lifecycles.group_established",
+                gxe.UnexpectedRowsExpectation(
+                    description="every lifecycle says how its consumer group was established, by a known method",
+                    unexpected_rows_query=(
+                        "SELECT consumer_group, msg_id, attribution FROM {batch} WHERE size(coalesce(attribution, "
+                        "array())) = 0 OR size(filter(attribution, a -> NOT a IN ("
+                        + ", ".join(_sql_str(a) for a in ATTRIBUTIONS)
+                        + "))) > 0"
+                    ),
+                ),
+            ),
+        ]
+    if table == "dead_letters":
+        return [
+            schema,
+            *not_null(("consumer_group", "msg_id", "compensable"), "dead_letters.not_null"),
+            Check(
+                "dead_letters.key_unique",
+                gxe.ExpectCompoundColumnsToBeUnique(column_list=["consumer_group", "msg_id"]),
+            ),
+            Check(
+                "dead_letters.compensable_established",
+                gxe.UnexpectedRowsExpectation(
+                    description="a dead letter that compensation may act on has its group established by evidence "
+                    "or config and no review reason",
+                    unexpected_rows_query=(
+                        "SELECT consumer_group, msg_id, attribution, review_reason FROM {batch} WHERE compensable "
+                        "AND (size(coalesce(attribution, array())) = 0 OR review_reason IS NOT NULL)"
+                    ),
+                ),
+            ),
+            Check(
+                "dead_letters.none_held_for_review",
+                gxe.UnexpectedRowsExpectation(
+                    description="no dead letter is held for review: each one's DLQ arrival was observed or its "
+                    "group's DLQ threshold was reached after an observed failure",
+                    unexpected_rows_query=(
+                        "SELECT consumer_group, msg_id, review_reason FROM {batch} WHERE NOT compensable"
+                    ),
+                ),
+            ),
+        ]
+    if table == "unattributed":
+        return [
+            schema,
+            Check(
+                "unattributed.none",
+                gxe.UnexpectedRowsExpectation(
+                    description="every consumer line's group is established (by the line, the source's "
+                    "consumer_group, a running container, the consume thread, the client log or the one declared "
+                    "gRPC group); each row here names the config key that would settle it",
+                    unexpected_rows_query=(
+                        "SELECT source_file, event_type, topic, reason, lines, fix FROM {batch} WHERE lines > 0"
+                    ),
+                ),
             ),
         ]
     raise ValueError(f"no suite for table {table!r}")
