@@ -54,19 +54,39 @@ def start_days(landing: pathlib.Path) -> list[str]:
     return sorted({(day - dt.timedelta(days=k)).isoformat() for k in back if k > 0})
 
 
-def run_topology(spark: Any, name: str, workdir: pathlib.Path, messages: int, seed: int) -> dict[str, Any]:
+def withheld_config(name: str, workdir: pathlib.Path) -> pathlib.Path:
+    """The topology's config without the remoting clients' own logs (rocketmq_client.log not collected)."""
+    import yaml
+
+    config = yaml.safe_load((TOPOLOGIES / f"{name}.yaml").read_text())
+    clients = ("rocketmq-client-4x", "rocketmq-client-5x")
+    config["sources"] = [s for s in config["sources"] if s["format"] not in clients]
+    path = workdir / name / "withheld.yaml"
+    path.write_text(yaml.safe_dump(config), encoding="utf-8")
+    return path
+
+
+def run_topology(
+    spark: Any, name: str, workdir: pathlib.Path, messages: int, seed: int, withheld: bool = False
+) -> dict[str, Any]:
+    """Simulate the topology and run the pipeline on it. ``withheld``: on the same landing, without the clients'
+    own logs and without the days the applications started on (their start-up lines), as when an estate
+    collects only its applications' logs: lines whose group nothing then establishes are counted, not placed."""
     from rocketmq_retry.jobs import ingest, reconstruct
     from rocketmq_retry.simulate.cli import main as simulate
 
     config = TOPOLOGIES / f"{name}.yaml"
     scenario = TOPOLOGIES / f"{name}-scenario.yaml"
-    landing, wh = workdir / name / "landing", workdir / name / "warehouse"
-    args = ["--date", DATE, "--out", str(landing), "--config", str(config), "--scenario", str(scenario)]
-    assert simulate([*args, "--messages", str(messages), "--seed", str(seed), "--quiet", "--force"]) == 0
+    landing, wh = workdir / name / "landing", workdir / name / ("warehouse-withheld" if withheld else "warehouse")
+    if withheld:
+        config = withheld_config(name, workdir)
+    else:
+        args = ["--date", DATE, "--out", str(landing), "--config", str(config), "--scenario", str(scenario)]
+        assert simulate([*args, "--messages", str(messages), "--seed", str(seed), "--quiet", "--force"]) == 0
     d = dt.date.fromisoformat(DATE)
     days = [DATE, (d + dt.timedelta(days=1)).isoformat()]
     seconds: Counter[str] = Counter()
-    for day in [*start_days(landing), *days]:
+    for day in [*([] if withheld else start_days(landing)), *days]:
         t = time.monotonic()
         common = ["--date", day, "--warehouse", str(wh), "--config", str(config)]
         assert ingest.main([*common, "--landing", str(landing)]) == 0
@@ -98,7 +118,7 @@ def run_topology(spark: Any, name: str, workdir: pathlib.Path, messages: int, se
     compensable = {k for k, ok in dead.items() if ok}
     hit = compensable & true_dead
     return {
-        "topology": name,
+        "topology": name + (" (withheld)" if withheld else ""),
         "lifecycles": len(states),
         "dead_letters_true": len(true_dead),
         "dead_letters_found": len(dead),
@@ -181,6 +201,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seed", type=int, default=3)
     p.add_argument("--workdir", default="/tmp/bench-attribution")
     p.add_argument("--compensate", action="append", default=[], help="topologies to compensate (local receiver)")
+    p.add_argument(
+        "--withheld",
+        action="store_true",
+        help="also run each topology without the clients' own logs and the days its applications started on",
+    )
     p.add_argument("--json", help="write the results here as JSON")
     ns = p.parse_args(argv)
     from rocketmq_retry.jobs.spark_session import build_spark_session
@@ -194,6 +219,8 @@ def main(argv: list[str] | None = None) -> int:
         if name in ns.compensate:
             result["compensation"] = compensate(result, workdir)
         results.append(result)
+        if ns.withheld:
+            results.append(run_topology(spark, name, workdir, ns.messages, ns.seed, withheld=True))
     header = ("topology", "lifecycles", "DLQ true", "DLQ found", "precision", "recall", "final-state acc.",
               "unattributed lines", "recon. diff minutes")  # fmt: skip
     print(" | ".join(header))

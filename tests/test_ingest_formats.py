@@ -419,7 +419,7 @@ def test_client5x_spring_grpc(parsed: dict[str, list[Row]]) -> None:
                 consumer_group=None,
                 msg_id="7F0000013EA75FFD2B276C05973E0000",
                 topic="ORDER_CREATED",
-                reconsume_times=None,
+                reconsume_times=2,  # S-1 prints reconsumeTimes itself (§6.4)
                 thread="ConsumeMessageThread_1",
             ),
             Row(

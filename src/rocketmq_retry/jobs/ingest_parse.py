@@ -262,6 +262,7 @@ def _with_log_event_fields(df: DataFrame) -> DataFrame:
     group = _by_stmt({i: rx(s.group_rx) for i, s in st_list if s.group_rx})
     topic = _by_stmt({i: rx(s.topic_rx) for i, s in st_list if s.topic_rx})
     msg_id = _by_stmt({i: rx(s.msg_id_rx) for i, s in st_list if s.msg_id_rx})
+    reconsume = _by_stmt({i: f"try_cast({rx(s.reconsume_rx)} AS INT)" for i, s in st_list if s.reconsume_rx})
     status = _by_stmt({i: sql_str(s.status) for i, s in st_list if s.status})
     detail = _by_stmt({i: f"substring({rx(s.detail_rx)}, 1, {P.RAW_CAP})" for i, s in st_list if s.detail_rx})
     renderings = _by_stmt(
@@ -287,6 +288,7 @@ def _with_log_event_fields(df: DataFrame) -> DataFrame:
             event_type.isin(*GROUP_EVENTS) & group.isNull() & F.col("group_hint").isNotNull(), F.lit("config")
         ),
         "_e_msg_id": msg_id,
+        "_e_reconsume": reconsume,
         "_e_topic": topic,
         "_e_line_original_topic": _rx(msg, r"originalTopic=([^,]*),"),  # §6.3 L-B7/L-B8
         "_e_status": status,
@@ -320,7 +322,7 @@ def _log_events() -> Column:
                 F.when(~F.coalesce(topic, F.lit("")).rlike("^%(RETRY|DLQ)%"), topic),
             ),
             queue_id=m["queue_id"],
-            reconsume_times=m["reconsume_times"],
+            reconsume_times=F.coalesce(m["reconsume_times"], F.col("_e_reconsume")),
             delay_level=m["delay_level"],
             keys=m["keys"],
             tags=m["tags"],

@@ -81,6 +81,7 @@ class Statement:
     detail_rx: str | None = None  # group 1 goes to events.detail
     topic_rx: str | None = None
     msg_id_rx: str | None = None
+    reconsume_rx: str | None = None  # reconsumeTimes printed in the line itself (not in a MessageExt rendering)
     status: str | None = None  # constant status_code
     contains: bool = False  # match prefix anywhere (used for stats lines whose message starts with a tag)
 
@@ -230,6 +231,7 @@ STATEMENTS: tuple[Statement, ...] = (
         ("spring-listener",),
         topic_rx=r"topic:([^,]*),",
         msg_id_rx=r"messageId:([^,]*),",
+        reconsume_rx=r"reconsumeTimes:(\d+)$",
         status="EXCEPTION",
     ),
     # §6.2 (gRPC SDK): listener exception -> nack; group comes from config.
@@ -412,7 +414,7 @@ class Binding:
 
     ref: str
     kind: str  # "container" (rocketmq-spring start-up) | "client-log" (the RocketMQ client's own lines)
-    prefix: str
+    prefixes: tuple[str, ...]  # the message starts with one of these (the wordings of the versions)
     formats: tuple[str, ...]
     group_sql: str
     topic_sql: str
@@ -431,7 +433,7 @@ BINDINGS: tuple[Binding, ...] = (
     Binding(
         "B-S1",
         "container",
-        "running container: DefaultRocketMQListenerContainer{",
+        ("running container: DefaultRocketMQListenerContainer{",),
         ("spring-listener",),
         _between("consumerGroup='", "'"),
         _between(", topic='", "'"),
@@ -441,36 +443,19 @@ BINDINGS: tuple[Binding, ...] = (
     Binding(
         "B-C1",
         "client-log",
-        "[persistAll] Group: ",
+        ("[persistAll] Group: ",),
         CLIENTS,
         _between("[persistAll] Group: ", " "),
         _MQ_TOPIC,
         "MessageQueue [topic=",
     ),
-    # RebalanceImpl.rebalanceByTopic, CLUSTERING (start-up and membership changes); 5.x says "client rebalanced …".
+    # RebalanceImpl.rebalanceByTopic, CLUSTERING (start-up and membership changes); 5.x says "client rebalanced …",
+    # and RebalanceImpl#getRebalanceResultFromBroker (5.x broker-side rebalance: POP, clientRebalance=false)
+    # "broker rebalanced …".
     Binding(
         "B-C2",
         "client-log",
-        "rebalanced result changed. ",
-        CLIENTS,
-        _between(", group=", ","),
-        _between(", topic=", ","),
-        ", topic=",
-    ),
-    Binding(
-        "B-C2",
-        "client-log",
-        "client rebalanced result changed. ",
-        CLIENTS,
-        _between(", group=", ","),
-        _between(", topic=", ","),
-        ", topic=",
-    ),
-    # RebalanceImpl#getRebalanceResultFromBroker (5.x, broker-side rebalance: POP, clientRebalance=false).
-    Binding(
-        "B-C2",
-        "client-log",
-        "broker rebalanced result changed. ",
+        ("rebalanced result changed. ", "client rebalanced result changed. ", "broker rebalanced result changed. "),
         CLIENTS,
         _between(", group=", ","),
         _between(", topic=", ","),
@@ -481,16 +466,7 @@ BINDINGS: tuple[Binding, ...] = (
     Binding(
         "B-G1",
         "client-log",
-        "Create standard consume service, consumerGroup=",
-        ("rocketmq-grpc-client",),
-        _between("consumerGroup=", ","),
-        "'*'",
-        ", clientId=",
-    ),
-    Binding(
-        "B-G1",
-        "client-log",
-        "Create FIFO consume service, consumerGroup=",
+        ("Create standard consume service, consumerGroup=", "Create FIFO consume service, consumerGroup="),
         ("rocketmq-grpc-client",),
         _between("consumerGroup=", ","),
         "'*'",
@@ -501,7 +477,7 @@ BINDINGS: tuple[Binding, ...] = (
     Binding(
         "B-C4",
         "client-log",
-        "messageQueueChanged ",
+        ("messageQueueChanged ",),
         CLIENTS,
         _between("messageQueueChanged ", " "),
         "substring_index(substring_index({m}, ' ', 3), ' ', -1)",
@@ -510,7 +486,7 @@ BINDINGS: tuple[Binding, ...] = (
     Binding(
         "B-C3",
         "client-log",
-        "doRebalance, ",
+        ("doRebalance, ",),
         CLIENTS,
         _between("doRebalance, ", ","),
         _MQ_TOPIC,

@@ -76,10 +76,8 @@ def binding_sql(message: str) -> str:
     """``named_struct(kind, consumer_group, topic)`` of a binding line (``ingest_patterns.BINDINGS``), else NULL."""
     branches = []
     for b in P.BINDINGS:
-        cond = (
-            f"source IN {sql_in(b.formats)} AND startswith({message}, {sql_str(b.prefix)}) "
-            f"AND locate({sql_str(b.require)}, {message}) > 0"
-        )
+        starts = " OR ".join(f"startswith({message}, {sql_str(prefix)})" for prefix in b.prefixes)
+        cond = f"source IN {sql_in(b.formats)} AND ({starts}) AND locate({sql_str(b.require)}, {message}) > 0"
         value = (
             f"named_struct('kind', {sql_str(b.kind)}, 'consumer_group', {b.group_sql.format(m=message)}, "
             f"'topic', {b.topic_sql.format(m=message)})"
@@ -88,7 +86,7 @@ def binding_sql(message: str) -> str:
     return "CASE " + " ".join(branches) + " END"
 
 
-BIND_PROBES = sql_in(sorted({b.prefix[: P.PREFIX_PROBE] for b in P.BINDINGS}))
+BIND_PROBES = sql_in(sorted({prefix[: P.PREFIX_PROBE] for b in P.BINDINGS for prefix in b.prefixes}))
 
 
 def _to_utc(local: str, zones: tuple[str, ...]) -> str:

@@ -15,14 +15,20 @@ Counters (docs/reconstruction.md, "Reconciliation"):
 
 A "Stats In One Minute" line is printed at the end of the minute it covers (by the printing host's clock, which
 may run a few hundred ms behind): its minute is the one ending nearest to its timestamp. Clocks of
-clients and brokers differ and a count can straddle a minute edge, so a difference that the neighbouring minutes
-cancel (the sums over minute - 1 .. minute + 1 agree) is not a difference.
+clients and brokers differ and a count can fall in the minute before or after its event's, so events and counts
+are matched within one minute of each other (``unmatched``); only what cannot be matched is a difference.
 """
 
 from __future__ import annotations
 
-from pyspark.sql import Column, DataFrame, Window
+from typing import TYPE_CHECKING, Any
+
+from pyspark.sql import Column, DataFrame, Row
 from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 RECONCILIATION_COLUMNS = (
     "consumer_group",
@@ -37,6 +43,14 @@ RECONCILIATION_COLUMNS = (
     "client_failures",
     "failure_diff",
     "cause",
+)
+RECONCILIATION_SCHEMA = T.StructType(
+    [
+        T.StructField("consumer_group", T.StringType()),
+        T.StructField("minute", T.TimestampType()),
+        *(T.StructField(c, T.LongType()) for c in RECONCILIATION_COLUMNS[2:-1]),
+        T.StructField("cause", T.StringType()),
+    ]
 )
 # the counter each comparison reads, and the reconstructed side it is compared with
 PAIRS = (
@@ -133,16 +147,58 @@ def _unattributed_per_minute(obs: DataFrame, group_topics: DataFrame) -> DataFra
     )
 
 
+def unmatched(rows: list[tuple[int, int, int | None]]) -> dict[int, tuple[int, int]]:
+    """Per minute: (reconstructed events, counted events) that no count of the same or a neighbouring minute
+    explains. ``rows`` are ``(minute_ms, reconstructed, counted)`` in minute order (counted None: not compared).
+
+    A count is printed by another host's clock and sampled every 10 s, so an event may be counted in the minute
+    before or after its own: events and counts are matched greedily, each one within one minute of the other,
+    oldest first (the carries of a minute expire at the next). What cannot be matched stands.
+    """
+    out: dict[int, tuple[int, int]] = {}
+    carry_r = carry_c = 0
+    prev: int | None = None
+
+    def expire(minute: int | None) -> None:
+        nonlocal carry_r, carry_c
+        if minute is not None and (carry_r or carry_c):
+            out[minute] = (carry_r, carry_c)
+        carry_r = carry_c = 0
+
+    for minute, reconstructed, counted in rows:
+        if counted is None:
+            continue
+        if prev is not None and minute - prev > _MINUTE_MS:
+            expire(prev)
+        r, c = reconstructed, counted
+        x = min(carry_r, c)
+        carry_r, c = carry_r - x, c - x
+        y = min(carry_c, r)
+        carry_c, r = carry_c - y, r - y
+        expire(prev)
+        z = min(r, c)
+        carry_r, carry_c = r - z, c - z
+        prev = minute
+    expire(prev)
+    return out
+
+
 def reconciliation(
+    spark: SparkSession,
     obs: DataFrame,
     transitions: DataFrame,
     plan: DataFrame,
     groups: DataFrame,
     group_topics: DataFrame,
     bounds: tuple[int, int],
+    horizon_ms: int,
 ) -> DataFrame:
     """``reconciliation/dt=D`` (RECONCILIATION_COLUMNS). ``group_topics``: ``consumer_group, topic`` of the day's
-    lifecycles; ``bounds``: the day's epoch ms."""
+    lifecycles; ``bounds``: the day's epoch ms; ``horizon_ms``: the end of observation (a count of the minute
+    before it may not be printed yet).
+
+    The counts per group and minute are computed in Spark; matching them, a sequential pass over at most 1,441
+    minutes per group, runs on the driver over the collected table (``unmatched``)."""
     rec = _reconstructed(transitions, plan, groups)
     counters = _counters(obs)
     # A group whose client log shows no failure counter at all on the day: its clients' logs are not collected
@@ -154,56 +210,71 @@ def reconciliation(
         .distinct()
         .withColumn("client_collected", F.lit(True))
     )
-    j = (
+    zero = F.lit(0).cast("long")
+    minute_ms = F.unix_millis("minute")
+    # the minute before the day too: an event of its last seconds may be counted in the day's first minute
+    table = (
         rec.join(counters, ["consumer_group", "minute"], "full")
-        .join(groups.select("consumer_group", "broker_major"), "consumer_group", "left")
         .join(with_client, "consumer_group", "left")
         .join(_unattributed_per_minute(obs, group_topics), ["consumer_group", "minute"], "left")
+        .where((minute_ms >= bounds[0] - _MINUTE_MS) & (minute_ms < bounds[1]))
+        .select(
+            "consumer_group",
+            "minute",
+            minute_ms.alias("minute_ms"),
+            F.coalesce("reconstructed_send_backs", zero).alias("reconstructed_send_backs"),
+            F.coalesce(F.col("broker_send_backs").cast("long"), zero).alias("broker_send_backs"),
+            F.coalesce("reconstructed_dlq", zero).alias("reconstructed_dlq"),
+            F.coalesce(F.col("broker_dlq").cast("long"), zero).alias("broker_dlq"),
+            F.coalesce("reconstructed_failures", zero).alias("reconstructed_failures"),
+            F.when(F.col("client_collected"), F.coalesce(F.col("client_failures").cast("long"), zero)).alias(
+                "client_failures"
+            ),
+            (F.col("broker_send_backs").isNotNull() | F.col("broker_dlq").isNotNull()).alias("broker_line"),
+            F.col("client_failures").isNotNull().alias("client_line"),
+            F.coalesce("unattributed_lines", zero).alias("unattributed"),
+        )
+        .orderBy("consumer_group", "minute_ms")
+        .collect()
     )
-    zero = F.lit(0).cast("long")
-    j = j.select(
-        "consumer_group",
-        "minute",
-        F.coalesce("reconstructed_send_backs", zero).alias("reconstructed_send_backs"),
-        F.coalesce(F.col("broker_send_backs").cast("long"), zero).alias("broker_send_backs"),
-        F.coalesce("reconstructed_dlq", zero).alias("reconstructed_dlq"),
-        F.coalesce(F.col("broker_dlq").cast("long"), zero).alias("broker_dlq"),
-        F.coalesce("reconstructed_failures", zero).alias("reconstructed_failures"),
-        F.when(F.col("client_collected"), F.coalesce(F.col("client_failures").cast("long"), zero)).alias(
-            "client_failures"
-        ),
-        F.col("broker_send_backs").isNull().alias("_no_sb_line"),
-        F.col("broker_dlq").isNull().alias("_no_dlq_line"),
-        F.col("client_failures").isNull().alias("_no_fail_line"),
-        F.coalesce("unattributed_lines", zero).alias("_unattributed"),
-    )
-    edge = Window.partitionBy("consumer_group").orderBy(F.unix_millis("minute")).rangeBetween(-_MINUTE_MS, _MINUTE_MS)
-    off: list[Column] = []
+    rows = [_with_cause(group_rows, horizon_ms) for group_rows in _by_group(table)]
+    out = [row for group_rows in rows for row in group_rows if bounds[0] <= row["minute_ms"] < bounds[1]]
+    return spark.createDataFrame([tuple(row[c] for c in RECONCILIATION_COLUMNS) for row in out], RECONCILIATION_SCHEMA)
+
+
+def _by_group(table: list[Row]) -> list[list[dict[str, Any]]]:
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for row in table:
+        groups.setdefault(row["consumer_group"], []).append(row.asDict())
+    return list(groups.values())
+
+
+def _with_cause(rows: list[dict[str, Any]], horizon_ms: int) -> list[dict[str, Any]]:
+    """The rows of one group (in minute order) with their differences and the cause of what stands."""
+    stands: dict[int, list[tuple[int, int]]] = {}
     for mine, theirs, diff in PAIRS:
-        j = j.withColumn(diff, F.col(mine) - F.col(theirs))
-        # the difference stands when the neighbouring minutes do not cancel it
-        stands = (F.col(diff) != 0) & (F.sum(mine).over(edge) != F.sum(theirs).over(edge))
-        j = j.withColumn(f"_{diff}", F.coalesce(stands, F.lit(False)))
-        off.append(F.col(f"_{diff}"))
-    any_off = off[0] | off[1] | off[2]
-    missing_line = (
-        (F.col("_send_back_diff") & (F.col("send_back_diff") > 0) & F.col("_no_sb_line"))
-        | (F.col("_dlq_diff") & (F.col("dlq_diff") > 0) & F.col("_no_dlq_line"))
-        | (F.col("_failure_diff") & (F.col("failure_diff") > 0) & F.col("_no_fail_line"))
-    )
-    counted_more = (
-        (F.col("_send_back_diff") & (F.col("send_back_diff") < 0))
-        | (F.col("_dlq_diff") & (F.col("dlq_diff") < 0))
-        | (F.col("_failure_diff") & (F.col("failure_diff") < 0))
-    )
-    unattributed_near = F.sum("_unattributed").over(edge) > 0
-    cause = (
-        F.when(~any_off, F.lit(None).cast("string"))
-        .when(unattributed_near, F.lit("unattributed"))
-        .when(missing_line, F.lit("no-counter"))
-        .when(counted_more, F.lit("not-collected"))
-        .otherwise(F.lit("unexplained"))
-    )
-    j = j.withColumn("cause", cause)
-    minute_ms = F.unix_millis("minute")
-    return j.where((minute_ms >= bounds[0]) & (minute_ms < bounds[1])).select(*RECONCILIATION_COLUMNS)
+        for row in rows:
+            row[diff] = None if row[theirs] is None else row[mine] - row[theirs]
+        for minute, left in unmatched([(r["minute_ms"], r[mine], r[theirs]) for r in rows]).items():
+            # an event of minute m may be counted on the line printed at the end of m + 1: not printed yet when
+            # that is after the end of observation
+            if left[0] and minute + 2 * _MINUTE_MS > horizon_ms:
+                left = (0, left[1])
+            if any(left):
+                stands.setdefault(minute, []).append(left)
+    near_unattributed = {r["minute_ms"] + k * _MINUTE_MS for r in rows if r["unattributed"] for k in (-1, 0, 1)}
+    lines = {r["minute_ms"] for r in rows if r["broker_line"] or r["client_line"]}
+    for row in rows:
+        left = stands.get(row["minute_ms"])
+        minute = row["minute_ms"]
+        if not left:
+            row["cause"] = None
+        elif minute in near_unattributed:
+            row["cause"] = "unattributed"
+        elif any(c for _, c in left):
+            row["cause"] = "not-collected"
+        elif minute not in lines and minute + _MINUTE_MS not in lines:
+            row["cause"] = "no-counter"
+        else:
+            row["cause"] = "unexplained"
+    return rows

@@ -186,6 +186,10 @@ def attempt_facts(obs: DataFrame) -> DataFrame:
             _min_t(kind == "SBF").alias("sbf_at"),
             _min_t(kind == "SENDBACK").alias("sendback_at"),
             _min_t(kind == "SCHED").alias("sched_at"),
+            # who sent the schedule copy: the broker keeps the message's bornHost on a send-back, the client's
+            # fallback re-publish is a new message born on the consumer's host (§1.4, §2.2 step 11)
+            F.min(F.when(kind == "SCHED", F.col("client_host"))).alias("sched_host"),
+            F.min(F.when(kind == "READY", F.col("client_host"))).alias("ready_host"),
             F.min(F.when(kind == "SCHED", F.coalesce(F.col("delay_level"), F.col("queue_id") + 1))).alias(
                 "sched_level"
             ),
@@ -232,6 +236,8 @@ def attempt_facts(obs: DataFrame) -> DataFrame:
         F.min("sbf_at").alias("sbf_at"),
         F.min("sendback_at").alias("sendback_at"),
         F.min("sched_at").alias("sched_at"),
+        F.min("sched_host").alias("sched_host"),
+        F.min("ready_host").alias("ready_host"),
         F.min("sched_level").alias("sched_level"),
         F.min("ready_at").alias("ready_at"),
         F.min("ready_queue").alias("ready_queue"),
@@ -260,6 +266,14 @@ def message_facts(obs: DataFrame) -> DataFrame:
             _first_by_time("keys").alias("m_keys"),
             _first_by_time("tags").alias("m_tags"),
             _first_by_time("body").alias("m_body"),
+            # the business copy's bornHost (a dump of the business topic): the producer's address
+            F.min_by(
+                F.col("client_host"),
+                F.when(
+                    (F.col("kind") == "PUB") & (F.col("source") == "message-dump") & F.col("client_host").isNotNull(),
+                    F.struct("t_ms", "event_id"),
+                ),
+            ).alias("m_born_host"),
             F.min(F.when(F.col("kind") == "PUB", F.col("t_ms"))).alias("published_at"),
         )
     )
@@ -378,7 +392,16 @@ def attempt_plan(lc: DataFrame, af: DataFrame, schedule: DataFrame, horizon_ms: 
     )
     a = attempts.join(af, [*KEY, "attempt"], "left").join(
         lc.select(
-            *KEY, "dlq_ms", "dlq_r", "mode", "dlq_threshold", "max_copy", "level_ms", "dlq_copy_offset", "silent_ok"
+            *KEY,
+            "dlq_ms",
+            "dlq_r",
+            "mode",
+            "dlq_threshold",
+            "max_copy",
+            "level_ms",
+            "dlq_copy_offset",
+            "silent_ok",
+            "m_born_host",
         ),
         KEY,
         "left",
@@ -388,9 +411,20 @@ def attempt_plan(lc: DataFrame, af: DataFrame, schedule: DataFrame, horizon_ms: 
     # A -1 override (§1.5) is recognised when the message went to the DLQ from its first delivery without ever
     # entering the schedule or retry topics (the DLQ copy then has no REAL_TOPIC, §12).
     override = is_last & dlq & (F.col("attempt") == 0) & F.col("max_copy").isNull()
+    # A concurrent consumer's schedule copy born on another host than the copy it was delivered from (the business
+    # copy, else the previous attempt's %RETRY% copy): the client re-published it after the send-back RPC failed
+    # (§1.4; the broker's send-back keeps the delivered copy's bornHost, §2.2 step 11). The 4.x line for that
+    # failure names no message (L-C5), so the copy is the only evidence that the broker took no send-back
+    # (SNDBCK_PUT_NUMS does not count it).
+    delivered_from = F.when(F.col("attempt") == 0, F.col("m_born_host")).otherwise(
+        F.lag("ready_host").over(Window.partitionBy(*KEY).orderBy("attempt"))
+    )
+    republished_copy = F.coalesce(
+        (F.col("mode") == "CONCURRENTLY") & (F.col("sched_host") != delivered_from), F.lit(False)
+    )
     variant = (
         F.when(F.col("local_at").isNotNull(), "LOCAL")
-        .when(F.col("sbf_at").isNotNull(), "RPC_FAILED")
+        .when(F.col("sbf_at").isNotNull() | republished_copy, "RPC_FAILED")
         .when(F.coalesce(F.col("timeout"), F.lit(False)), "TIMEOUT")
         .when(override & (F.col("attempt") < F.coalesce(F.col("dlq_threshold"), F.lit(1 << 30))), "DLQ_OVERRIDE")
         .otherwise("NONE")
@@ -402,8 +436,11 @@ def attempt_plan(lc: DataFrame, af: DataFrame, schedule: DataFrame, horizon_ms: 
     later = later | F.col("sendback_at").isNotNull() | F.col("sbf_at").isNotNull() | F.col("local_at").isNotNull()
     # Broadcasting: the lifecycle spans the instances; one instance's dropped failure makes it DROPPED (§1.3).
     bcast_failed = (F.col("mode") == "BROADCASTING") & (F.col("fail_at").isNotNull() | F.col("drop_at").isNotNull())
+    # cleanExpireMsg sent the message back while the listener still ran (§1.6): whatever the listener returns later
+    # (the trace then shows a success with TIME_OUT), the message is redelivered from the retry topic.
+    timed_out = F.coalesce(F.col("timeout"), F.lit(False))
     outcome = (
-        F.when(bcast_failed, "FAILED")
+        F.when(bcast_failed | timed_out, "FAILED")
         .when(F.col("ok_at").isNotNull() | F.coalesce(F.col("silent_ok"), F.lit(False)), "OK")
         .when(failed_known | later, "FAILED")
         .when(F.col("mode") == "BROADCASTING", F.lit(None))
@@ -942,7 +979,7 @@ def reconstruct(
         review_reason().alias("review_reason"),
     )
     group_topics = life.select("consumer_group", F.col("original_topic").alias("topic")).distinct()
-    recon = reconciliation(obs, transitions, plan, groups, group_topics, (d0, d1))
+    recon = reconciliation(spark, obs, transitions, plan, groups, group_topics, (d0, d1), horizon_ms)
     report = {"groups": [s.group for s in summaries], "horizon_ms": horizon_ms, "engine": sched.engine_available()}
     unattributed = unattributed_of(obs.where(F.col("in_day")), config)
     return Outputs(

@@ -1349,14 +1349,19 @@ class Simulator:
             self.at(max(hop.ready_at_ms, t) + self.rng.randint(0, 3), self._deliver, lc)
             return
         base = dict(lc.copy.properties)
-        if action is HopAction.REPUBLISHED_RETRY or (
+        # the client re-published the message itself (the fallback after a failed send-back, the orderly send-back
+        # past the max, §1.4, §4), also when the broker's handleRetryAndDLQ turns it into a DLQ put
+        republished = action is HopAction.REPUBLISHED_RETRY or (
             action is HopAction.DEAD_LETTER and hop.properties.get("DELAY") != "0" and g.kind != GRPC
-        ):
+        )
+        if republished:
             # the internal producer copies the client's property map (§1.4): pull-added keys travel along
             base = world.client_view(lc.copy, broker, None if g.orderly else start + inst.host.skew_ms)
         props = {**base, **hop.properties}
-        born_host = inst.host.addr if action is HopAction.REPUBLISHED_RETRY else lc.copy.born_host
-        born_ts = t + inst.host.skew_ms if action is HopAction.REPUBLISHED_RETRY else lc.copy.born_ts
+        # a re-published copy is a new message, born on the consumer's host (the broker's send-back keeps the
+        # delivered copy's bornHost, §2.2 step 11)
+        born_host = inst.host.addr if republished else lc.copy.born_host
+        born_ts = t + inst.host.skew_ms if republished else lc.copy.born_ts
         store_at = t + rpc_ms
         if hop.via_schedule_topic:
             self.at(store_at, self._store_schedule, lc, hop, props, born_ts, born_host, t)
