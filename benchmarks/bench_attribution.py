@@ -55,12 +55,18 @@ def start_days(landing: pathlib.Path) -> list[str]:
 
 
 def withheld_config(name: str, workdir: pathlib.Path) -> pathlib.Path:
-    """The topology's config without the remoting clients' own logs (rocketmq_client.log not collected)."""
+    """The topology's config without the remoting clients' own logs (rocketmq_client.log not collected) and
+    without the applications' rolled logs (where the start-up lines of an application that started before the
+    day are): only the current ``app.log`` / ``stdout.log`` of each host."""
     import yaml
 
     config = yaml.safe_load((TOPOLOGIES / f"{name}.yaml").read_text())
     clients = ("rocketmq-client-4x", "rocketmq-client-5x")
-    config["sources"] = [s for s in config["sources"] if s["format"] not in clients]
+    config["sources"] = [
+        {**s, "path": s["path"].rstrip("*")} if s["format"] == "spring-listener" else s
+        for s in config["sources"]
+        if s["format"] not in clients
+    ]
     path = workdir / name / "withheld.yaml"
     path.write_text(yaml.safe_dump(config), encoding="utf-8")
     return path

@@ -37,7 +37,9 @@ if TYPE_CHECKING:
 
     from rocketmq_retry.config import Config
 
-ATTRIBUTIONS = ("line", "config", "container", "thread", "client-log", "single-group")
+# How a row's group was established; "subscription" marks the silent consumptions the reconstruction infers from
+# a group's other lifecycles on the topic (docs/reconstruction.md, "Silent consumptions").
+ATTRIBUTIONS = ("line", "config", "container", "thread", "client-log", "single-group", "subscription")
 # Threads of the remoting client's consume services: ThreadFactoryImpl names them prefix + counter, and the prefix
 # carries "<group>_" from client 4.9.3 (ConsumeMessageConcurrentlyService / ConsumeMessageOrderlyService
 # constructors; the scheduled pools from 5.1.1). Older clients and the POP services write the prefix alone.
@@ -279,6 +281,14 @@ def unattributed_of(obs: DataFrame, config: Config) -> DataFrame:
             "candidates",
         )
         .agg(F.count(F.lit(1)).alias("lines"), F.min("line_no").alias("example_line_no"))
-        .withColumn("fix", _fix(config))
+        .withColumn(
+            "fix",
+            F.when(
+                F.col("reason") == "ambiguous",
+                # one instance runs several of the candidates: a key on the source settles it only when the
+                # groups' lines are in files of their own
+                F.concat(_fix(config), F.lit(" (if this file holds one candidate group's lines only)")),
+            ).otherwise(_fix(config)),
+        )
         .select(*UNATTRIBUTED_COLUMNS)
     )

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from pyspark.sql import Column, DataFrame, Row
+from pyspark.sql import Column, DataFrame, Row, Window
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
@@ -75,7 +75,17 @@ def stat_count() -> Column:
 
 
 def _reconstructed(transitions: DataFrame, plan: DataFrame, groups: DataFrame) -> DataFrame:
-    minute_of = F.date_trunc("minute", F.coalesce(F.col("observed_at"), F.col("expected_at")))
+    at = F.coalesce(F.col("observed_at"), F.col("expected_at"))
+    by_hop = Window.partitionBy("consumer_group", "msg_id").orderBy("hop")
+    # A pop-based consumer's message is forwarded to the DLQ when the revived copy is popped, not when the last
+    # delivery failed (PopMessageResultFilterImpl → forwardMessageToDeadLetterQueue): its send-back is counted then.
+    forward_at = F.when(
+        F.col("mode").isin("GRPC", "GRPC_FIFO", "SIMPLE")
+        & (F.col("to_state") == "SENT_BACK")
+        & (F.lead("to_state").over(by_hop) == "DEAD_LETTERED"),
+        F.lead(at).over(by_hop),
+    )
+    minute_of = F.date_trunc("minute", F.coalesce(forward_at, at))
     # 4.x brokers count only the DLQ puts of handleRetryAndDLQ: those reached through a re-publish (REPUBLISHED, or
     # the 4.x DLQ-bound copy's SCHEDULED hop); 5.x counts every DLQ put (SNDBCK2DLQ_TIMES + TOPIC_PUT_NUMS).
     republished = F.col("from_state").isin("REPUBLISHED", "SCHEDULED")
@@ -86,9 +96,10 @@ def _reconstructed(transitions: DataFrame, plan: DataFrame, groups: DataFrame) -
     # SNDBCK_PUT_NUMS counts it like any send-back.
     forwarded = dlq & ~F.col("from_state").isin("SENT_BACK", "REPUBLISHED", "SCHEDULED")
     hops = (
-        transitions.where(F.col("to_state").isin("SENT_BACK", "DEAD_LETTERED"))
-        .join(groups.select("consumer_group", "broker_major"), "consumer_group", "left")
-        .groupBy("consumer_group", minute_of.alias("minute"))
+        transitions.join(groups.select("consumer_group", "broker_major", "mode"), "consumer_group", "left")
+        .withColumn("minute", minute_of)
+        .where(F.col("to_state").isin("SENT_BACK", "DEAD_LETTERED"))
+        .groupBy("consumer_group", "minute")
         .agg(
             F.count(F.when((F.col("to_state") == "SENT_BACK") | forwarded, 1)).alias("reconstructed_send_backs"),
             F.count(F.when(counted_dlq, 1)).alias("reconstructed_dlq"),

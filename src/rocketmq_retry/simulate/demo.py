@@ -24,8 +24,8 @@ groups:
   # --- 4.9.4 broker, 4.x remoting clients ---
   GID_order_fulfilment: {}                       # all defaults: concurrent, max 16 → 17 deliveries before the DLQ
   GID_inventory_reserve: {max_reconsume_times: 3}
-  GID_refund_validator: {max_reconsume_times: 3} # the listener sets delayLevelWhenNextConsume = -1 (scenario file)
-  GID_coupon_audit: {max_reconsume_times: 3}     # the listener sets delayLevelWhenNextConsume = 2
+  GID_refund_validator: {max_reconsume_times: 3, delay_level_when_next_consume: -1}  # straight to the DLQ
+  GID_coupon_audit: {max_reconsume_times: 3, delay_level_when_next_consume: 2}      # every retry at level 2
   GID_cache_node: {message_model: broadcasting}
   GID_order_state_machine: {consume_mode: orderly, max_reconsume_times: 2}
   GID_welcome_email: {max_reconsume_times: 2}

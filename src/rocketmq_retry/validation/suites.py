@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from rocketmq_retry.jobs.attribution import ATTRIBUTIONS, UNATTRIBUTED_COLUMNS
 from rocketmq_retry.validation.settings import ValidationSettings
 
 if TYPE_CHECKING:
@@ -42,10 +43,6 @@ DEAD_LETTER_COLUMNS = (
     "consumer_group", "msg_id", "original_topic", "dlq_at", "reconsume_times", "keys", "tags", "business_key",
     "body", "compensation_handler", "dlq_inferred", "evidence", "attribution", "compensable", "review_reason",
 )  # fmt: skip
-UNATTRIBUTED_COLUMNS = (
-    "source", "source_file", "instance", "event_type", "topic", "reason", "candidates", "fix", "lines",
-    "example_line_no",
-)  # fmt: skip
 COLUMNS = {
     "events": EVENT_COLUMNS,
     "transitions": TRANSITION_COLUMNS,
@@ -53,9 +50,7 @@ COLUMNS = {
     "dead_letters": DEAD_LETTER_COLUMNS,
     "unattributed": UNATTRIBUTED_COLUMNS,
 }
-# How a lifecycle's group was established (docs/reconstruction.md, "Attribution"); "subscription" marks the
-# silent consumptions inferred from a group's other lifecycles on the topic.
-ATTRIBUTIONS = ("line", "config", "container", "thread", "client-log", "single-group", "subscription")
+
 
 EVENT_TYPES = (
     "PUBLISHED", "PUBLISH_RETRY", "PUBLISH_FAILED", "DELIVERED", "CONSUME_OK", "CONSUME_FAILED", "CONSUME_TIMEOUT",
