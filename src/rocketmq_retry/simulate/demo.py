@@ -36,7 +36,8 @@ groups:
   # --- 5.2.0 broker ---
   GID_points_accrual: {broker: v5, max_reconsume_times: 4}
   GID_loyalty_spring: {broker: v5, max_reconsume_times: 3}
-  GID_shipping_pop: {broker: v5, consume_mode: pop, max_reconsume_times: 3}
+  GID_shipping_pop: {broker: v5, consume_mode: pop, max_reconsume_times: 3, client_version: "5.3.1"}  # drops over-max
+                                                 # copies on arrival (processPopResult, client 5.3.1+)
   GID_risk_scoring: {broker: v5, protocol: grpc, retry_max_times: 4}
   GID_settlement_fifo:
     broker: v5

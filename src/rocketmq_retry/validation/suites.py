@@ -83,14 +83,17 @@ def _sql_str(value: str) -> str:
 
 
 def max_reconsume_sql(config: Config) -> str:
-    """SQL for each group's effective max reconsume times (the engine's rule): listed groups, else the default."""
+    """SQL for each group's effective max reconsume times (the engine's rule): listed groups, else the default. A
+    group whose listener asks for the DLQ on every failure (``delay_level_when_next_consume: -1``, §1.5) may reach
+    it at any reconsume times: 0."""
     from rocketmq_retry.engine import effective_max_reconsume_times
 
+    def threshold(group: str) -> int:
+        policy = config.group_policy(group)
+        return 0 if policy.delay_level_when_next_consume < 0 else effective_max_reconsume_times(policy)
+
     default = effective_max_reconsume_times(config.group_policy("\x00unlisted"))
-    cases = [
-        f"WHEN {_sql_str(group)} THEN {effective_max_reconsume_times(config.group_policy(group))}"
-        for group in sorted(config.groups)
-    ]
+    cases = [f"WHEN {_sql_str(group)} THEN {threshold(group)}" for group in sorted(config.groups)]
     if not cases:
         return str(default)
     return f"(CASE consumer_group {' '.join(cases)} ELSE {default} END)"
