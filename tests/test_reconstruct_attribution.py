@@ -134,6 +134,12 @@ def topology_events() -> Events:
     e.spring_failure(0, "app-c", "M6", 0, "T6", "ConsumeMessageThread_GC2_1")
     # 6. A gRPC dead letter whose broker line names the revived copy's pop retry topic (%RETRY%<group>_<topic>).
     e.add("DEAD_LETTERED", 30, "GR1", "M7", None, source="broker", topic="%DLQ%GR1", original_topic="%RETRY%GR1_T3")
+    # 7. Messages published and then never heard of again: consumed at the first delivery by the groups whose
+    # subscription is established (GR1 declares T3; GC1's container names T6), by nobody on a topic that only a
+    # gRPC SDK line's every-topic binding could cover (T9).
+    for msg, topic in (("M8", "T3"), ("M10", "T6"), ("M11", "T9")):
+        # early in the window: a later trace line would move how far the trace is known to reach
+        e.add("PUBLISHED", 1, None, msg, None, source="trace", topic=topic, original_topic=topic)
     return e
 
 
@@ -240,6 +246,18 @@ def test_disagreeing_evidence_is_not_resolved(outputs: dict[str, list[Row]]) -> 
 def test_pop_retry_topic_of_a_dead_letter_reads_as_its_business_topic(outputs: dict[str, list[Row]]) -> None:
     [dead] = [r for r in outputs["dead_letters"] if r["msg_id"] == "M7"]
     assert (dead["consumer_group"], dead["original_topic"], dead["compensable"]) == ("GR1", "T3", True)
+
+
+def test_silent_messages_are_consumed_by_the_established_subscribers_only(outputs: dict[str, list[Row]]) -> None:
+    assertDataFrameEqual(
+        lifecycles(outputs, "M8", "M10", "M11"),
+        [
+            Row(consumer_group="GR1", msg_id="M8", deliveries=1, final_state="CONSUMED",
+                attribution=["subscription"], instances=[]),
+            Row(consumer_group="GC1", msg_id="M10", deliveries=1, final_state="CONSUMED",
+                attribution=["subscription"], instances=[]),
+        ],
+    )  # fmt: skip
 
 
 @pytest.mark.parametrize(

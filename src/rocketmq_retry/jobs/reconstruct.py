@@ -38,7 +38,7 @@ from rocketmq_retry.config import Config, load_config
 from rocketmq_retry.errors import InputError, UserError
 from rocketmq_retry.jobs import lifecycle_schedule as sched
 from rocketmq_retry.jobs.attribution import REASONS, GrpcGroups, read_bindings, unattributed_of
-from rocketmq_retry.jobs.ingest_parse import LOG_FORMATS
+from rocketmq_retry.jobs.ingest_parse import ANY_TOPIC, LOG_FORMATS
 from rocketmq_retry.jobs.reconciliation import CAUSES, reconciliation
 from rocketmq_retry.jobs.reconstruct_events import CONSUMER_KINDS, SCHEDULE_TOPIC, observations
 
@@ -279,9 +279,23 @@ def message_facts(obs: DataFrame) -> DataFrame:
     )
 
 
-def with_silent_consumptions(lf: DataFrame, obs: DataFrame, mf: DataFrame) -> DataFrame:
+def subscriptions(spark: SparkSession, config: Config, bindings: DataFrame | None) -> DataFrame:
+    """``consumer_group, topic`` pairs known without a lifecycle: the business topics the instances' bindings name
+    (not a retry topic, not every topic of an instance) and the config's declared ``groups.<g>.topics``."""
+    declared = [(g, t) for g, c in sorted(config.groups.items()) for t in c.topics]
+    out = spark.createDataFrame(declared, "consumer_group string, topic string")
+    if bindings is not None:
+        named = bindings.where(~F.col("topic").startswith("%") & (F.col("topic") != ANY_TOPIC))
+        out = out.unionByName(named.select("consumer_group", "topic"))
+    return out
+
+
+def with_silent_consumptions(
+    lf: DataFrame, obs: DataFrame, mf: DataFrame, subscriptions: DataFrame | None = None
+) -> DataFrame:
     """Lifecycles that left no consumer evidence at all: a message published on D to a topic a group is seen to
-    consume (its other lifecycles' business topic), with nothing of that message in that group.
+    consume (its other lifecycles' business topic, or ``subscriptions``: ``consumer_group, topic`` that the
+    instances' bindings or the config's ``groups.<g>.topics`` name), with nothing of that message in that group.
 
     A failure always leaves evidence somewhere the configured sources reach (a stored copy in the retry, schedule,
     pop-retry or DLQ topic dumps; an L-C3/L-C4 line for orderly and broadcasting; a Spring WARN, §6.4, §11), and a
@@ -300,8 +314,10 @@ def with_silent_consumptions(lf: DataFrame, obs: DataFrame, mf: DataFrame) -> Da
         .join(mf.select("msg_id", F.col("m_original_topic").alias("topic")), "msg_id")
         .where(F.col("topic").isNotNull())
         .select("consumer_group", "topic")
-        .distinct()
     )
+    if subscriptions is not None:
+        subs = subs.unionByName(subscriptions.select("consumer_group", "topic"))
+    subs = subs.distinct()
     # A message with consumer lines that no group could be given to: its silence is not evidence of success.
     unplaced = obs.where(F.col("unattributed").isNotNull() & F.col("msg_id").isNotNull()).select("msg_id").distinct()
     silent = (
@@ -920,7 +936,7 @@ def reconstruct(
     af = attempt_facts(obs)
     mf = message_facts(obs)
     lc = (
-        with_silent_consumptions(lifecycle_facts(obs), obs, mf)
+        with_silent_consumptions(lifecycle_facts(obs), obs, mf, subscriptions(spark, config, bindings))
         .where(F.col("in_day"))
         .join(groups, "consumer_group", "left")
         .join(mf, "msg_id", "left")

@@ -44,6 +44,7 @@ groups:
     protocol: grpc
     consume_mode: orderly
     retry_max_times: 3
+    topics: [SETTLEMENT_BATCH]                   # its subscription: the gRPC SDK's lines never name a topic
     retry_policy: {type: exponential, initial: 1000, max: 60000, multiplier: 2}
   GID_audit_simple: {broker: v5, protocol: grpc, consume_mode: simple, retry_max_times: 2}
 sources:
