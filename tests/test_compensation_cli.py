@@ -123,6 +123,10 @@ def test_operator_errors_are_one_line(warehouse: pathlib.Path, tmp_path, capsys:
     code, _, err = run(capsys, "compensate", "--date", "2026-11-19", "--warehouse", str(warehouse))
     assert code == 3 and "no dead_letters partition" in err and len(err.strip().splitlines()) == 1
     code, _, err = run(capsys, "compensation", "show", "nope", "--warehouse", str(warehouse))
+    assert code == 2 and f"no compensation ledger at {warehouse}/compensation.db" in err  # looking creates none
+    assert not (warehouse / "compensation.db").exists()
+    assert run(capsys, "compensation", "migrate", "--warehouse", str(warehouse))[0] == 0
+    code, _, err = run(capsys, "compensation", "show", "nope", "--warehouse", str(warehouse))
     assert code == 2 and "'nope' is not in the ledger" in err
     code, _, err = run(capsys, "compensation", "retry", "--warehouse", str(warehouse))
     assert code == 2 and "name MSG_IDs" in err

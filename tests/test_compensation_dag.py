@@ -52,6 +52,7 @@ def test_redrive_of_failed_dead_letters_runs_once(
     warehouse = root / "prod"
     write_partition(warehouse, DATE, dead_letter_rows(30, DATE, groups=("order-consumer", "pay-consumer")))
     monkeypatch.setenv("ROCKETMQ_RETRY_WAREHOUSE_ROOT", str(root))
+    monkeypatch.setenv("ROCKETMQ_RETRY_CONFIG_ROOT", str(tmp_path))  # the run's config param must lie under it
     monkeypatch.setenv("RMQ_TEST_EFFECTS", str(tmp_path / "effects.log"))
     config = write_config(
         tmp_path / "config.yaml",
@@ -117,6 +118,26 @@ def test_a_warehouse_outside_the_root_fails_the_run(redrive_dag: Any, tmp_path: 
         run_conf={"date_from": DATE, "date_to": DATE, "warehouse": "../elsewhere"},
     )
     assert run.state == "failed"
+
+
+def test_a_config_outside_the_config_root_fails_the_run_once(
+    redrive_dag: Any, tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A config from elsewhere could route every FAILED row to ``log-only`` (marking it DONE with no effect) or
+    name any callable: the plan refuses it, and the task fails without retrying, before any ledger is opened."""
+    root = tmp_path / "root"
+    write_partition(root / "prod", DATE, dead_letter_rows(2, DATE))
+    monkeypatch.setenv("ROCKETMQ_RETRY_WAREHOUSE_ROOT", str(root))
+    monkeypatch.setenv("ROCKETMQ_RETRY_CONFIG_ROOT", str(tmp_path / "configs"))
+    evil = write_config(tmp_path / "evil.yaml", {"routes": [{"handler": "log-only"}]})
+    run = redrive_dag.test(
+        logical_date=pendulum.datetime(2026, 11, 21, 5, tz="UTC"),
+        run_conf={"date_from": DATE, "date_to": DATE, "warehouse": "prod", "config": str(evil)},
+    )
+    assert run.state == "failed"
+    ti = run.get_task_instance("plan_redrive")
+    assert ti is not None and ti.state == "failed" and ti.try_number == 1
+    assert not (root / "prod" / "compensation.db").exists()
 
 
 WIRING_DAG = """

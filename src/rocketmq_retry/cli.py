@@ -16,6 +16,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from rocketmq_retry import __version__
+from rocketmq_retry.dates import date_arg
 from rocketmq_retry.errors import UserError
 
 if TYPE_CHECKING:  # the engine is imported when a command needs it, not to print --help
@@ -88,7 +89,7 @@ def _load(command: str) -> Callable[[list[str]], int]:
 
 def run_main(argv: Sequence[str]) -> int:
     parser = argparse.ArgumentParser(prog=f"{PROG} run", description=f"{', '.join(RUN_STEPS)} for one date.")
-    parser.add_argument("--date", required=True, help="the date partition, YYYY-MM-DD")
+    parser.add_argument("--date", required=True, type=date_arg, help="the date partition, YYYY-MM-DD")
     parser.add_argument("--landing", required=True, help="root of the collected log files")
     parser.add_argument("--warehouse", required=True, help="root of the Parquet tables")
     parser.add_argument("--config", help="config file (default: $ROCKETMQ_RETRY_CONFIG, else built-in defaults)")

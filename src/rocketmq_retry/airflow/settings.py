@@ -159,17 +159,30 @@ def inside(root: pathlib.Path, value: str, *, what: str, ds: str) -> pathlib.Pat
     return resolved
 
 
-def resolve_run_paths(settings: AirflowSettings, params: dict[str, Any], ds: str) -> RunPaths:
-    """Apply the run's params (``landing``, ``warehouse``, ``config``; empty = default) to the settings."""
-    landing = inside(settings.landing, str(params.get("landing") or settings.landing_subdir), what="landing", ds=ds)
-    warehouse = inside(settings.warehouse, str(params.get("warehouse") or ""), what="warehouse", ds=ds)
+def run_warehouse(settings: AirflowSettings, params: dict[str, Any], ds: str = "") -> pathlib.Path:
+    """The run's ``warehouse`` param (empty = the root itself) inside ``airflow.warehouse_root``."""
+    return inside(settings.warehouse, str(params.get("warehouse") or ""), what="warehouse", ds=ds)
+
+
+def run_config(settings: AirflowSettings, params: dict[str, Any], ds: str = "") -> pathlib.Path | None:
+    """The run's ``config`` param inside the config root; empty = the deployment's own file (or none).
+
+    A run's config decides the ledger URL, every handler's URL and Python callable: a file from anywhere else
+    would let a trigger form run arbitrary code or mark rows DONE through a ``log-only`` handler.
+    """
     config_param = str(params.get("config") or "")
-    config: pathlib.Path | None
     if config_param:
         config = inside(settings.configs, config_param, what="config", ds=ds)
         if not config.is_file():
             raise PathOutsideRootError(f"param config={config_param!r}: no such file {config}")
-    else:
-        deployment = os.environ.get("ROCKETMQ_RETRY_CONFIG")
-        config = pathlib.Path(deployment).resolve() if deployment else None
+        return config
+    deployment = os.environ.get("ROCKETMQ_RETRY_CONFIG")
+    return pathlib.Path(deployment).resolve() if deployment else None
+
+
+def resolve_run_paths(settings: AirflowSettings, params: dict[str, Any], ds: str) -> RunPaths:
+    """Apply the daily run's params (``landing``, ``warehouse``, ``config``; empty = default) to the settings."""
+    landing = inside(settings.landing, str(params.get("landing") or settings.landing_subdir), what="landing", ds=ds)
+    warehouse = run_warehouse(settings, params, ds)
+    config = run_config(settings, params, ds)
     return RunPaths(ds=ds, landing=str(landing), warehouse=str(warehouse), config=str(config) if config else None)

@@ -50,6 +50,13 @@ def compensation_summary(summaries: Any) -> dict[str, Any]:
 @task(task_id="plan_redrive")
 def plan_redrive_from_params() -> list[dict[str, Any]]:
     """Reads the run's params (see ``dags/rocketmq_retry_redrive.py``)."""
-    from rocketmq_retry.compensation.tasks import plan_redrive_params
+    from airflow.sdk.exceptions import AirflowFailException
 
-    return [dict(b) for b in plan_redrive_params(dict(get_current_context()["params"]))]
+    from rocketmq_retry.compensation.tasks import plan_redrive_params
+    from rocketmq_retry.errors import UserError
+
+    try:
+        return [dict(b) for b in plan_redrive_params(dict(get_current_context()["params"]))]
+    except UserError as exc:
+        # A param outside its root, a bad date or a bad config is not transient: fail once, no retries.
+        raise AirflowFailException(str(exc)) from None

@@ -5,14 +5,18 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
+import pathlib
 import sys
 from collections.abc import Sequence
 from typing import Any
+
+from sqlalchemy.engine import make_url
 
 from rocketmq_retry.compensation import tasks
 from rocketmq_retry.compensation.ledger import Ledger, LedgerRow, resolve_ledger_url, upgrade
 from rocketmq_retry.compensation.model import State, idempotency_key
 from rocketmq_retry.config import load_config
+from rocketmq_retry.dates import date_arg
 from rocketmq_retry.errors import UserError
 
 PROG = "rocketmq-retry compensation"
@@ -25,9 +29,9 @@ def _common(p: argparse.ArgumentParser) -> None:
 
 
 def _dates(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--date", help="one dead-letter date (YYYY-MM-DD)")
-    p.add_argument("--from", dest="date_from", help="first dead-letter date (inclusive)")
-    p.add_argument("--to", dest="date_to", help="last dead-letter date (inclusive)")
+    p.add_argument("--date", type=date_arg, help="one dead-letter date (YYYY-MM-DD)")
+    p.add_argument("--from", dest="date_from", type=date_arg, help="first dead-letter date (inclusive)")
+    p.add_argument("--to", dest="date_to", type=date_arg, help="last dead-letter date (inclusive)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -69,7 +73,7 @@ def build_parser() -> argparse.ArgumentParser:
         "(its DLQ arrival was neither observed nor reached by its group's threshold after an observed failure). "
         "Reads the warehouse only; the ledger is not opened.",
     )
-    p.add_argument("--date", required=True, help="dead-letter date (YYYY-MM-DD)")
+    p.add_argument("--date", required=True, type=date_arg, help="dead-letter date (YYYY-MM-DD)")
     p.add_argument("--warehouse", required=True, help="warehouse root holding dead_letters/dt=DATE/")
     p.add_argument("--format", choices=("table", "json"), default="table")
 
@@ -84,9 +88,25 @@ def _ledger_url(ns: argparse.Namespace) -> str:
     return resolve_ledger_url(load_config(ns.config).compensation.ledger_url, ns.warehouse)
 
 
-def _open(ns: argparse.Namespace) -> Ledger:
+def _open(ns: argparse.Namespace, *, read_only: bool = False) -> Ledger:
+    """``read_only``: the ledger must already exist at the current revision. Looking must not create a ledger
+    file (SQLite creates one on connect) nor migrate a schema that a running deployment still reads."""
     comp = load_config(ns.config).compensation
-    return Ledger.open(_ledger_url(ns), lease_seconds=comp.lease_seconds, max_attempts=comp.max_attempts)
+    url = _ledger_url(ns)
+    if read_only:
+        parsed = make_url(url)
+        database = parsed.database or ""
+        if parsed.get_backend_name() == "sqlite" and database and not pathlib.Path(database).is_file():
+            raise UserError(
+                f"no compensation ledger at {database}: nothing has been compensated with this config and warehouse "
+                f"(check --warehouse / --config / --ledger-url; '{PROG} migrate' creates an empty one)"
+            )
+    try:
+        return Ledger.open(url, lease_seconds=comp.lease_seconds, max_attempts=comp.max_attempts, migrate=not read_only)
+    except UserError as exc:
+        if read_only and "is not at revision" in str(exc):
+            raise UserError(f"{exc}: run '{PROG} migrate' first (read-only commands never change the ledger)") from None
+        raise
 
 
 def _range(ns: argparse.Namespace) -> tuple[str | None, str | None]:
@@ -136,7 +156,7 @@ def _table(rows: list[LedgerRow]) -> str:
 
 def _list(ns: argparse.Namespace) -> int:
     date_from, date_to = _range(ns)
-    with _open(ns) as ledger:
+    with _open(ns, read_only=True) as ledger:
         rows = ledger.rows(
             states=[State(s) for s in ns.state or []],
             date_from=date_from,
@@ -166,7 +186,7 @@ def _scope(date_from: str | None, date_to: str | None) -> str:
 
 
 def _show(ns: argparse.Namespace) -> int:
-    with _open(ns) as ledger:
+    with _open(ns, read_only=True) as ledger:
         rows = [r for r in ledger.find(ns.msg_id) if not ns.group or r.consumer_group == ns.group]
     if not rows:
         raise UserError(f"msg_id {ns.msg_id!r} is not in the ledger" + (f" for group {ns.group!r}" if ns.group else ""))

@@ -6,24 +6,17 @@ from __future__ import annotations
 import datetime as dt
 import os
 import pathlib
-import re
 from typing import Any
 
 from rocketmq_retry.compensation.model import DeadLetter
-from rocketmq_retry.errors import InputError, UserError
+from rocketmq_retry.dates import partition_date
+from rocketmq_retry.errors import InputError
 
-_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 REQUIRED = ("consumer_group", "msg_id")
 
 
 def check_date(value: str) -> str:
-    if not _DATE.match(value):
-        raise UserError(f"date {value!r}: expected YYYY-MM-DD")
-    try:
-        dt.date.fromisoformat(value)
-    except ValueError:
-        raise UserError(f"date {value!r} does not exist") from None
-    return value
+    return partition_date(value)
 
 
 def partition_path(warehouse: str | os.PathLike[str], date: str) -> pathlib.Path:

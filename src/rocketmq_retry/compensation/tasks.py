@@ -27,6 +27,7 @@ from rocketmq_retry.compensation.model import DeadLetter, PermanentFailure, Stat
 from rocketmq_retry.compensation.ratelimit import RateLimiter
 from rocketmq_retry.compensation.routing import extract_business_key, handler_for
 from rocketmq_retry.config import Config, load_config
+from rocketmq_retry.dates import optional_date
 from rocketmq_retry.errors import UserError
 
 log = logging.getLogger("rocketmq_retry.compensation")
@@ -437,32 +438,22 @@ def summary_line(summary: dict[str, Any]) -> str:
 
 # --- the manual re-drive DAG's params -----------------------------------------------------------------
 
-WAREHOUSE_ROOT_ENV = "ROCKETMQ_RETRY_WAREHOUSE_ROOT"
-
-
-def warehouse_root() -> str:
-    """Where a re-drive run may point: $ROCKETMQ_RETRY_WAREHOUSE_ROOT, else $AIRFLOW_HOME/rocketmq-retry/warehouse
-    (the daily DAG's default)."""
-    if os.environ.get(WAREHOUSE_ROOT_ENV):
-        return os.path.realpath(os.environ[WAREHOUSE_ROOT_ENV])
-    home = os.environ.get("AIRFLOW_HOME") or os.path.expanduser("~/airflow")
-    return os.path.realpath(os.path.join(home, "rocketmq-retry", "warehouse"))
-
 
 def plan_redrive_params(params: dict[str, Any]) -> list[Batch]:
-    """``plan_redrive`` from the DAG's params. A run chooses a warehouse *inside* the deployment's root, never
-    outside it: a trigger form must not be a way to point the ledger at arbitrary files."""
-    root = warehouse_root()
-    raw = str(params.get("warehouse") or "").strip()
-    warehouse = os.path.realpath(raw if raw.startswith("/") else os.path.join(root, raw))
-    if warehouse != root and not warehouse.startswith(root + os.sep):
-        raise UserError(f"param warehouse={raw!r} resolves to {warehouse}, outside the warehouse root {root}")
+    """``plan_redrive`` from the DAG's params, resolved by the same rules as the daily DAG's (the deployment's
+    ``airflow:`` roots, ``inside`` checks, one date parser): a trigger form must not be a way to point the ledger at
+    arbitrary files or to load a config, with its handlers and callables, from outside the config root."""
+    from rocketmq_retry.airflow.settings import load_airflow_settings, run_config, run_warehouse
+
+    settings = load_airflow_settings()
+    warehouse = run_warehouse(settings, params)
+    config = run_config(settings, params)
     msg_ids = [m.strip() for m in params.get("msg_ids") or [] if m and m.strip()]
     return plan_redrive(
-        warehouse,
-        str(params.get("config") or "") or None,
-        date_from=str(params.get("date_from") or "") or None,
-        date_to=str(params.get("date_to") or "") or None,
+        str(warehouse),
+        str(config) if config else None,
+        date_from=optional_date(params.get("date_from"), what="param date_from"),
+        date_to=optional_date(params.get("date_to"), what="param date_to"),
         msg_ids=msg_ids,
         consumer_group=str(params.get("consumer_group") or "") or None,
         states=list(params.get("states") or [State.FAILED.value]),

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import datetime as dt
 import sys
 import time
 from collections.abc import Iterator
@@ -17,6 +16,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TextIO
 
 from rocketmq_retry.config import Config, load_config
+from rocketmq_retry.dates import date_arg
 from rocketmq_retry.errors import UserError
 from rocketmq_retry.jobs import ingest_parse as parse
 from rocketmq_retry.jobs.ingest_read import SourceFile, instance_table, read_lines, resolve_files
@@ -40,17 +40,10 @@ class IngestResult:
     seconds: float
 
 
-def _date(text: str) -> str:
-    try:
-        return dt.date.fromisoformat(text).isoformat()
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a date (YYYY-MM-DD): {text!r}") from None
-
-
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="rocketmq-retry ingest", description=__doc__.splitlines()[0])
     p.add_argument(
-        "--date", required=True, type=_date, help="partition date YYYY-MM-DD (a day in the config's timezone)"
+        "--date", required=True, type=date_arg, help="partition date YYYY-MM-DD (a day in the config's timezone)"
     )
     p.add_argument("--landing", required=True, help="root directory the sources' globs are relative to")
     p.add_argument("--warehouse", required=True, help="output root: <warehouse>/<table>/dt=<date>/")

@@ -35,6 +35,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from rocketmq_retry.config import Config, load_config
+from rocketmq_retry.dates import date_arg
 from rocketmq_retry.errors import InputError, UserError
 from rocketmq_retry.jobs import lifecycle_schedule as sched
 from rocketmq_retry.jobs.attribution import REASONS, GrpcGroups, read_bindings, unattributed_of
@@ -1126,7 +1127,7 @@ def evidence_report(obs: DataFrame) -> dict[str, int]:
 
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="rocketmq-retry reconstruct", description=__doc__.split("\n\n")[0])
-    p.add_argument("--date", required=True, help="partition date YYYY-MM-DD")
+    p.add_argument("--date", required=True, type=date_arg, help="partition date YYYY-MM-DD")
     p.add_argument("--warehouse", required=True, help="warehouse root holding events/dt=D")
     p.add_argument("--config", default=None, help="configuration YAML (default: $ROCKETMQ_RETRY_CONFIG or defaults)")
     p.add_argument(
@@ -1149,11 +1150,6 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    try:
-        dt.date.fromisoformat(args.date)
-    except ValueError:
-        print(f"rocketmq-retry reconstruct: --date {args.date!r} is not YYYY-MM-DD", file=sys.stderr)
-        return 2
     try:
         return _run(args)
     except UserError as exc:

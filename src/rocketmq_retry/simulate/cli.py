@@ -9,6 +9,7 @@ import pathlib
 import sys
 
 from rocketmq_retry.config import load_config
+from rocketmq_retry.dates import date_arg, partition_date
 from rocketmq_retry.errors import UserError
 from rocketmq_retry.logformats.timefmt import zone
 from rocketmq_retry.simulate.demo import demo_config, demo_scenario
@@ -35,7 +36,9 @@ def _mix_text(mix: dict[str, float]) -> str:
 
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="rocketmq-retry simulate", description=__doc__)
-    p.add_argument("--date", required=True, help="day to simulate, YYYY-MM-DD (in the config's timezone)")
+    p.add_argument(
+        "--date", required=True, type=date_arg, help="day to simulate, YYYY-MM-DD (in the config's timezone)"
+    )
     p.add_argument("--out", required=True, help="landing directory to create")
     p.add_argument("--config", help="configuration file (default: $ROCKETMQ_RETRY_CONFIG, else built-in defaults)")
     p.add_argument("--messages", type=int, default=2000, help="business messages to publish (default 2000)")
@@ -63,10 +66,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def settings_from_args(args: argparse.Namespace) -> Settings:
-    try:
-        date = _dt.date.fromisoformat(args.date)
-    except ValueError:
-        raise UserError(f"simulate: --date must be YYYY-MM-DD, got {args.date!r}") from None
+    date = _dt.date.fromisoformat(partition_date(args.date, what="simulate: --date"))
     if args.messages < 1:
         raise UserError("simulate: --messages must be at least 1")
     for name in ("client4x_timezone", "app_timezone"):

@@ -21,6 +21,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from rocketmq_retry.dates import partition_date
 from rocketmq_retry.errors import InputError, UserError
 from rocketmq_retry.validation.settings import ValidationSettings, load_validation_settings
 from rocketmq_retry.validation.suites import TABLES
@@ -89,16 +90,6 @@ def partition_path(warehouse: str | os.PathLike[str], table: str, ds: str) -> pa
     return pathlib.Path(warehouse) / table / f"dt={ds}"
 
 
-def _check_date(ds: str) -> str:
-    try:
-        if len(ds) != 10:  # fromisoformat also takes 20261120, which is not a partition name
-            raise ValueError(ds)
-        dt.date.fromisoformat(ds)
-    except ValueError:
-        raise UserError(f"--date {ds!r} is not a date (YYYY-MM-DD)") from None
-    return ds
-
-
 def _read_partition(spark: SparkSession, warehouse: str, table: str, ds: str) -> Any:
     path = partition_path(warehouse, table, ds)
     if not path.is_dir():
@@ -117,7 +108,7 @@ def validate_partition(
     settings: ValidationSettings,
     spark: SparkSession,
 ) -> ValidationSummary:
-    _check_date(ds)
+    partition_date(ds, what="--date")
     # Cached: GE computes each metric with its own Spark job, and re-reading Parquet for each costs more
     # than the metric itself.
     frames = {table: _read_partition(spark, warehouse, table, ds).cache() for table in TABLES}
@@ -214,7 +205,7 @@ def run(ds: str, warehouse: str, config_path: str | None) -> ValidationSummary:
     from rocketmq_retry.config import load_config
     from rocketmq_retry.jobs.spark_session import build_spark_session
 
-    _check_date(ds)
+    partition_date(ds, what="--date")
     config = load_config(config_path)
     settings = load_validation_settings(config_path)
     existing = SparkSession.getActiveSession()
