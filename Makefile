@@ -31,14 +31,17 @@ setup:
 
 test: setup
 	@bash scripts/ensure-postgres.sh
+	@bash scripts/ensure-chromium.sh
 	$(PY) -m pytest -m "not fullday" $(PYTEST_ARGS)
 
 test-all: setup
 	@bash scripts/ensure-postgres.sh
+	@bash scripts/ensure-chromium.sh
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 test-fast: setup
 	@bash scripts/ensure-postgres.sh
+	@bash scripts/ensure-chromium.sh
 	$(PY) -m pytest -m "not slow" $(PYTEST_ARGS)
 
 LINT_PATHS := $(wildcard src tests benchmarks spark dags plugins scripts)

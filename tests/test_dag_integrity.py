@@ -209,7 +209,11 @@ def test_plugin_loads_and_serves_data_docs_safely(tmp_path: pathlib.Path) -> Non
     (docs / "runs" / "dt=2026-11-20.html").write_text("<h1>ok</h1>")
     (tmp_path / "secret.txt").write_text("no")
     client = TestClient(create_app(docs, authenticate=False))
-    assert client.get("/data-docs/runs/dt=2026-11-20.html").text == "<h1>ok</h1>"
+    page = client.get("/data-docs/runs/dt=2026-11-20.html")
+    assert page.text == "<h1>ok</h1>"
+    csp = page.headers["content-security-policy"]
+    assert "script-src 'self';" in csp and "sandbox allow-scripts" in csp and "allow-same-origin" not in csp
+    assert page.headers["x-content-type-options"] == "nosniff"
     assert client.get("/data-docs/..%2Fsecret.txt").status_code == 404
     assert client.get("/data-docs/runs/missing.html").status_code == 404
     # With authentication (as registered): no Airflow token, no page.

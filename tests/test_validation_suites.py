@@ -7,10 +7,12 @@ fails the check it belongs to, at the severity configured for it.
 from __future__ import annotations
 
 import datetime as dt
+import html
 import os
 import pathlib
 import shutil
 from collections.abc import Iterator
+from html.parser import HTMLParser
 from typing import Any
 
 import pytest
@@ -231,6 +233,55 @@ def test_broken_rules_fail_their_checks_at_their_configured_severity(
     assert dlq.observed == 1  # M3 only: M4's delay level -1 is the consumer's override
     assert not summary.success
     assert "FAILED" in pathlib.Path(summary.docs_page).read_text()
+
+
+HOSTILE = "<img src=x onerror=alert(1)>"
+
+
+class _Markup(HTMLParser):
+    """Every event-handler attribute (GX's own buttons have some), and every inline script's text."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.handlers: list[tuple[str, str, str]] = []
+        self.inline_scripts: list[str] = []
+        self._in_script = False
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.handlers += [(tag, name, value or "") for name, value in attrs if name.startswith("on")]
+        self._in_script = tag == "script" and not dict(attrs).get("src")
+
+    def handle_endtag(self, tag: str) -> None:
+        self._in_script = False
+
+    def handle_data(self, data: str) -> None:
+        if self._in_script:
+            self.inline_scripts.append(data)
+
+
+@pytest.mark.spark
+def test_values_from_logs_never_reach_a_data_docs_page_as_markup(
+    spark: Any, gx_root: pathlib.Path, tmp_path: pathlib.Path
+) -> None:
+    """GX 1.x writes a failing expectation's sample values into the page as raw HTML; keys, topics and group names
+    come from logs. The stored results are escaped before the pages are built, so the value shows as text."""
+    tables = good_rows()
+    tables["events"][0]["event_type"] = HOSTILE  # not an allowed event type: a sample value on the events page
+    tables["events"][1]["event_type"] = "<script>alert(2)</script>"
+    tables["lifecycles"][0]["final_state"] = '"><svg onload=alert(3)>'
+
+    summary = _validate(spark, tmp_path, tables)
+    assert {"events.event_type_allowed", "lifecycles.final_state_allowed"} <= set(_failed(summary))
+    pages = list((gx_root / "gx" / "uncommitted" / "data_docs").rglob("*.html"))
+    events_page = pathlib.Path(summary.validation_pages["events"]).read_text()
+    assert html.escape(HOSTILE) in events_page  # rendered, as text
+    for page in pages:
+        text = page.read_text()
+        assert HOSTILE not in text and "<script>alert(2)" not in text and "<svg onload" not in text, page
+        markup = _Markup()
+        markup.feed(text)
+        assert not [h for h in markup.handlers if "alert(" in h[2]], (page, markup.handlers)
+        assert not any("alert(" in script for script in markup.inline_scripts), page
 
 
 def test_unknown_check_in_severities_is_a_config_error(tmp_path: pathlib.Path) -> None:

@@ -16,6 +16,7 @@ from fastapi.responses import FileResponse, RedirectResponse
 
 from rocketmq_retry.airflow.dag_parts import DAG_ID
 from rocketmq_retry.airflow.links import DOCS_ROUTE, URL_PREFIX, DataDocsLink
+from rocketmq_retry.validation.docs_safety import SECURITY_HEADERS
 
 
 def _docs_dir() -> pathlib.Path:
@@ -45,7 +46,8 @@ def create_app(docs_dir: pathlib.Path | None = None, *, authenticate: bool = Tru
         # resolve() then a parent check: neither '..' nor a symlink may leave the Data Docs folder.
         if root not in target.parents or not target.is_file():
             raise HTTPException(status_code=404, detail="not found")
-        return FileResponse(target)
+        # The pages show values from logs: CSP sandbox + no foreign or inline script (validation/docs_safety.py).
+        return FileResponse(target, headers=SECURITY_HEADERS)
 
     return app
 

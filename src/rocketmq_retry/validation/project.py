@@ -92,15 +92,21 @@ def open_project(config: Config, settings: ValidationSettings) -> gx.data_contex
             vd = context.validation_definitions.add(
                 gx.ValidationDefinition(name=validation_definition_name(table), data=batch_definition, suite=suite)
             )
-        if _get_or_none(context.checkpoints.get, checkpoint_name(table)) is None:
+        checkpoint = _get_or_none(context.checkpoints.get, checkpoint_name(table))
+        if checkpoint is None:
+            # No UpdateDataDocsAction: it would render the raw sample values before they are escaped
+            # (validation/docs_safety.py); run.py publishes each result's page once it is safe.
             context.checkpoints.add(
                 gx.Checkpoint(
                     name=checkpoint_name(table),
                     validation_definitions=[vd],
-                    actions=[gx.checkpoint.UpdateDataDocsAction(name="update_data_docs", site_names=[DOCS_SITE])],
+                    actions=[],
                     result_format={"result_format": "SUMMARY", "partial_unexpected_count": 20},
                 )
             )
+        elif checkpoint.actions:  # a project created before the pages were escaped
+            checkpoint.actions = []
+            checkpoint.save()
     return context
 
 

@@ -124,6 +124,7 @@ def _validate_frames(
 ) -> ValidationSummary:
     import great_expectations as gx
 
+    from rocketmq_retry.validation.docs_safety import publish
     from rocketmq_retry.validation.project import DOCS_SITE, checkpoint_name, open_project
 
     context = open_project(config, settings)
@@ -136,6 +137,7 @@ def _validate_frames(
             batch_parameters={"dataframe": frame}, run_id=run_id
         )
         for identifier, validation in result.run_results.items():
+            publish(context, identifier, validation, DOCS_SITE)
             urls = context.get_docs_sites_urls(resource_identifier=identifier, site_name=DOCS_SITE)
             if urls and urls[0].get("site_url"):
                 summary.validation_pages[table] = _url_to_path(urls[0]["site_url"])
