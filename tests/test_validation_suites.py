@@ -310,7 +310,8 @@ def test_committed_project_matches_the_code(gx_root: pathlib.Path) -> None:
             expectations_for(table, Config(), ValidationSettings())
         )
         assert context.validation_definitions.get(validation_definition_name(table)).suite.name == suite_name(table)
-        assert context.checkpoints.get(checkpoint_name(table)).actions[0].type == "update_data_docs"
+        # No UpdateDataDocsAction: it would render raw sample values; run.py publishes escaped results instead.
+        assert context.checkpoints.get(checkpoint_name(table)).actions == []
     types = {e.expectation_type for t in TABLES for e in context.suites.get(suite_name(t)).expectations}
     assert {"unexpected_rows_expectation", "expect_column_pair_values_a_to_be_greater_than_b"} <= types
 
