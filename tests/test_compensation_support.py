@@ -115,7 +115,9 @@ class EffectServer:
                     time.sleep(pause)
                 doc: dict[str, Any] = {"status": status}
                 if server.echo:
-                    doc["you_sent"] = dict(self.headers.items())
+                    # Last sent first: the credentials and custom headers come after httpx's defaults, and an
+                    # error body is cut short where it is quoted.
+                    doc["you_sent"] = dict(reversed(self.headers.items()))
                 body = json.dumps(doc).encode()
                 self.send_response(status)
                 for name, value in server.reply_headers.get(n, {}).items():
