@@ -179,3 +179,55 @@ def test_dead_letters_written_before_compensation_safety_are_refused(
     pq.write_table(pa.table({"consumer_group": ["g"], "msg_id": ["m"]}), path / "part-0.parquet")
     code, _, err = run(capsys, "compensate", "--date", DATE, "--warehouse", str(tmp_path / "wh"))
     assert code == 3 and "has no column compensable; re-run `rocketmq-retry reconstruct" in err
+
+
+def test_a_receiver_throttling_with_429_leaves_the_row_failed_not_gave_up(
+    warehouse: pathlib.Path, tmp_path: pathlib.Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with EffectServer(status=429, reply_headers={n: {"Retry-After": "0"} for n in range(1, 4)}) as server:
+        handler = {"type": "http", "url": server.url, "max_tries": 2, "backoff_seconds": 0, "timeout_seconds": 2}
+        config = write_config(tmp_path / "c.yaml", {"routes": [{"handler": "api"}], "handlers": {"api": handler}})
+        code, out, _ = run(capsys, "compensate", "--date", DATE, "--warehouse", str(warehouse), "--config", str(config))
+    assert code == 1 and server.total == 24  # 12 dead letters, 2 tries each
+    assert "executed 12 (done 0, failed 12, gave up 0)" in out
+    code, out, _ = run(capsys, "compensation", "list", "--warehouse", str(warehouse), "--config", str(config))
+    assert out.splitlines()[-1] == "12 row(s) shown; ledger: 12 (FAILED 12)"
+
+
+def test_url_credentials_appear_nowhere(
+    warehouse: pathlib.Path,
+    tmp_path: pathlib.Path,
+    capsys: pytest.CaptureFixture[str],
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A handler URL with userinfo, a receiver failing (and echoing what it got): not the ledger, not the logs,
+    not the command output shows the password."""
+    import logging
+
+    from rocketmq_retry.compensation.ledger import Ledger
+
+    caplog.set_level(logging.DEBUG)
+    with EffectServer(status=500, echo=True) as server:
+        url = f"http://user:secret@127.0.0.1:{server.port}/x"
+        handler = {"type": "http", "url": url, "max_tries": 2, "backoff_seconds": 0, "timeout_seconds": 2}
+        config = write_config(tmp_path / "c.yaml", {"routes": [{"handler": "api"}], "handlers": {"api": handler}})
+        outputs = []
+        for argv in (
+            ["compensate", "--date", DATE, "--warehouse", str(warehouse), "--config", str(config), "-v"],
+            ["compensate", "--date", DATE, "--warehouse", str(warehouse), "--config", str(config), "--format", "json"],
+            ["compensation", "list", "--warehouse", str(warehouse), "--config", str(config)],
+            ["compensation", "list", "--warehouse", str(warehouse), "--config", str(config), "--format", "json"],
+            ["compensation", "show", dead_letter_rows(1, DATE)[0]["msg_id"], "--warehouse", str(warehouse)],
+        ):
+            _code, out, err = run(capsys, *argv)
+            outputs.append(out + err)
+    # two compensate runs, 12 dead letters, 2 tries each; the credentials still authenticated every call
+    assert server.total == 48 and all("Basic " in h["Authorization"] for h in server.headers)
+    assert "HTTP 500 from http://127.0.0.1" in outputs[3]  # the error is there, without the userinfo
+    with Ledger.open(f"sqlite:///{warehouse}/compensation.db") as ledger:
+        rows = ledger.rows()
+    assert len(rows) == 12 and {r.state.value for r in rows} == {"FAILED"}
+    stored = json.dumps([r.as_dict() for r in rows])
+    for text in (*outputs, caplog.text, stored):
+        assert "secret" not in text
+        assert "dXNlcjpzZWNyZXQ" not in text  # base64 of user:secret, as the echoed Authorization carries it

@@ -23,9 +23,11 @@ from test_compensation_support import (
     EffectServer,
     crash_worker,
     dead_letter_rows,
+    die_before_complete_worker,
     effects,
     pg_schema_url,
     race_worker,
+    solo_worker,
     write_config,
     write_partition,
 )
@@ -197,22 +199,81 @@ def test_a_worker_killed_after_its_claim_is_completed_by_another_once_the_lease_
 def test_a_worker_outliving_its_lease_cannot_record_and_the_receiver_sees_one_effect(
     ledger_url: str, tmp_path: pathlib.Path
 ) -> None:
-    """Worker A's call hangs past its lease; worker B takes over and calls again with the same Idempotency-Key.
+    """Worker A is frozen (SIGSTOP: a VM pause, a stop-the-world stall; its heartbeat freezes with it) while its
+    request is in flight, past its lease; worker B takes over and calls again with the same Idempotency-Key.
     The receiver applies one effect (409 for B), B records DONE, and A's late answer is fenced off."""
-    import threading
-
     from rocketmq_retry.compensation.tasks import compensate_batch
 
+    lease = 3
     warehouse = tmp_path / "wh"
     write_partition(warehouse, DATE, dead_letter_rows(1, DATE))
-    with EffectServer(status=201, dedupe=True, first_delay=3.0) as server:
+    ctx = _workers()
+    with EffectServer(status=201, dedupe=True, first_delay=1.0) as server:
         config = write_config(
             tmp_path / "config.yaml",
             {
                 "ledger_url": ledger_url,
-                "lease_seconds": 1,
+                "lease_seconds": lease,
                 "routes": [{"handler": "refund-api"}],
-                "handlers": {"refund-api": {"type": "http", "url": server.url, "timeout_seconds": 10}},
+                "handlers": {"refund-api": {"type": "http", "url": server.url, "timeout_seconds": 2.5}},
+            },
+        )
+        batch = _batch(warehouse, config)
+        results = ctx.Queue()
+        worker_a = ctx.Process(target=solo_worker, args=(dict(batch), "run_a", str(config), results))
+        worker_a.start()
+        deadline = time.monotonic() + 180
+        while server.total == 0:
+            assert worker_a.is_alive() and time.monotonic() < deadline, "worker A never called the receiver"
+            time.sleep(0.01)
+        os.kill(worker_a.pid, signal.SIGSTOP)  # the receiver holds A's answer for 1 s: A is frozen mid-call
+        try:
+            with Ledger.open(ledger_url) as ledger:
+                deadline = time.monotonic() + 3 * lease
+                while not ledger.is_claimable(ledger.rows()[0]):
+                    assert time.monotonic() < deadline, "A's lease never expired"
+                    time.sleep(0.1)
+            fast = compensate_batch(batch, "run_b", str(config))
+        finally:
+            os.kill(worker_a.pid, signal.SIGCONT)
+        slow = results.get(timeout=60)
+        worker_a.join(timeout=30)
+    assert (fast["executed"], fast["done"]) == (1, 1)
+    assert (slow["executed"], slow["done"], slow["lost_lease"]) == (1, 0, 1)
+    assert slow["notes"] and "was not recorded" in slow["notes"][0]
+    assert server.total == 2 and sum(server.accepted.values()) == 1  # two calls, one effect
+    with Ledger.open(ledger_url) as ledger:
+        (row,) = ledger.rows()
+        assert (row.state, row.attempts, row.airflow_run_id) == (State.DONE, 2, "run_b")
+        assert row.result == "HTTP 409 (receiver already had this idempotency key)"
+
+
+def test_the_heartbeat_keeps_a_slow_call_s_claim_from_a_second_worker(ledger_url: str, tmp_path: pathlib.Path) -> None:
+    """A's call (three tries against a slow, failing receiver) takes twice its lease. The heartbeat renews the
+    lease while it runs, so B, starting after the first lease would have ended, finds the row held."""
+    import threading
+
+    from rocketmq_retry.compensation.tasks import compensate_batch
+
+    lease = 2
+    warehouse = tmp_path / "wh"
+    write_partition(warehouse, DATE, dead_letter_rows(1, DATE))
+    with EffectServer(status=201, script={1: 503, 2: 503}, delay=1.2) as server:
+        config = write_config(
+            tmp_path / "config.yaml",
+            {
+                "ledger_url": ledger_url,
+                "lease_seconds": lease,
+                "routes": [{"handler": "refund-api"}],
+                "handlers": {
+                    "refund-api": {
+                        "type": "http",
+                        "url": server.url,
+                        "timeout_seconds": 1.5,
+                        "max_tries": 3,
+                        "backoff_seconds": 0.2,
+                    }
+                },
             },
         )
         batch = _batch(warehouse, config)
@@ -222,14 +283,83 @@ def test_a_worker_outliving_its_lease_cannot_record_and_the_receiver_sees_one_ef
         deadline = time.monotonic() + 60
         while server.total == 0:
             assert worker_a.is_alive() and time.monotonic() < deadline, "worker A never called the receiver"
-            time.sleep(0.02)
-        time.sleep(1.2)  # A's lease is over while its request is still in flight
-        fast = compensate_batch(batch, "run_b", str(config))
+            time.sleep(0.01)
+        time.sleep(lease + 0.5)  # A's first lease is over; its call is still going (about 4 s in all)
+        assert worker_a.is_alive()
+        second = compensate_batch(batch, "run_b", str(config))
         worker_a.join(timeout=30)
-    assert (fast["executed"], fast["done"]) == (1, 1)
-    assert (slow["executed"], slow["done"], slow["lost_lease"]) == (1, 0, 1)
-    assert server.total == 2 and sum(server.accepted.values()) == 1  # two calls, one effect
+    assert (second["executed"], second["held_elsewhere"]) == (0, 1)
+    assert (slow["executed"], slow["done"], slow["lost_lease"]) == (1, 1, 0)
+    assert server.total == 3 and sum(server.accepted.values()) == 1  # A's three tries, nobody else's
     with Ledger.open(ledger_url) as ledger:
         (row,) = ledger.rows()
-        assert (row.state, row.attempts, row.airflow_run_id) == (State.DONE, 2, "run_b")
+        assert (row.state, row.attempts, row.airflow_run_id) == (State.DONE, 1, "run_a")
+
+
+@pytest.mark.parametrize("kind", ["http", "sql", "python"])
+def test_a_crash_between_the_effect_and_done_repeats_no_business_effect(
+    kind: str, tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The effect happens, the worker's process dies before recording DONE. After the lease, the next run
+    calls the handler again with the same idempotency key: the http receiver and the sql table dedupe on it
+    (one business effect); a python callable is handed the same key again (docs/compensation.md)."""
+    from sqlalchemy import create_engine, text
+
+    from rocketmq_retry.compensation.model import idempotency_key
+    from rocketmq_retry.compensation.tasks import compensate_batch
+
+    lease = 2
+    ledger_url = f"sqlite:///{tmp_path}/ledger.db"
+    warehouse = tmp_path / "wh"
+    (letter,) = dead_letter_rows(1, DATE)
+    key = idempotency_key("order-consumer", letter["msg_id"])
+    write_partition(warehouse, DATE, [letter])
+    monkeypatch.setenv("RMQ_TEST_EFFECTS", str(tmp_path / "effects.log"))
+    tickets = f"sqlite:///{tmp_path}/tickets.db"
+    with EffectServer(status=201, dedupe=True) as server:
+        handler = {
+            "http": {"type": "http", "url": server.url, "timeout_seconds": 1},
+            "sql": {"type": "sql", "url": tickets, "table": "dlq_tickets", "timeout_seconds": 1},
+            "python": {"type": "python", "callable": "test_compensation_support:record_key", "timeout_seconds": 1},
+        }[kind]
+        config = write_config(
+            tmp_path / "config.yaml",
+            {
+                "ledger_url": ledger_url,
+                "lease_seconds": lease,
+                "routes": [{"handler": "h"}],
+                "handlers": {"h": handler},
+            },
+        )
+        batch = _batch(warehouse, config)
+        victim = _workers().Process(
+            target=die_before_complete_worker,
+            args=(dict(batch), "run_dies", str(config), {"RMQ_TEST_EFFECTS": os.environ["RMQ_TEST_EFFECTS"]}),
+        )
+        victim.start()
+        victim.join(timeout=180)
+        assert victim.exitcode == 70  # died inside complete(), after the effect
+        with Ledger.open(ledger_url) as ledger:
+            (row,) = ledger.rows()
+            assert (row.state, row.airflow_run_id) == (State.CLAIMED, "run_dies")
+            deadline = time.monotonic() + 3 * lease
+            while not ledger.is_claimable(ledger.rows()[0]):
+                assert time.monotonic() < deadline
+                time.sleep(0.1)
+        again = compensate_batch(batch, "run_next", str(config))
+    assert (again["executed"], again["done"]) == (1, 1)
+    with Ledger.open(ledger_url) as ledger:
+        (row,) = ledger.rows()
+    assert (row.state, row.attempts) == (State.DONE, 2)
+    if kind == "http":
+        assert server.requests == Counter({key: 2}) and server.accepted == Counter({key: 1})
         assert row.result == "HTTP 409 (receiver already had this idempotency key)"
+    elif kind == "sql":
+        engine = create_engine(tickets)
+        with engine.connect() as conn:
+            assert conn.execute(text("SELECT idempotency_key FROM dlq_tickets")).all() == [(key,)]
+        engine.dispose()
+        assert row.result == "row already present"
+    else:
+        assert effects() == Counter({key: 2})  # called twice, both times with the same key
+        assert row.result == "recorded"

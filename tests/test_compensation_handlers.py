@@ -261,3 +261,170 @@ def test_routes_first_match_wins() -> None:
         "no compensation route matches topic 'orders', group 'g' "
         "(and its compensation_handler 'ghost' is not defined in compensation.handlers)",
     )
+
+
+# --- 429 / 408 and Retry-After -------------------------------------------------------------------------
+
+
+def test_http_429_waits_what_retry_after_asks_then_retries() -> None:
+    with EffectServer(status=201, script={1: 429}, reply_headers={1: {"Retry-After": "2"}}) as server:
+        handler = HttpHandler("refund-api", HandlerConfig(type="http", url=server.url, timeout_seconds=1))
+        assert handler(LETTER) == "HTTP 201"
+        handler.close()
+    assert server.total == 2
+    assert server.arrivals[1] - server.arrivals[0] >= 2.0  # the default back-off alone would be 0.5 s
+
+
+def test_http_408_is_retried_and_an_http_date_retry_after_is_honoured() -> None:
+    import email.utils
+
+    when = email.utils.formatdate(time.time() + 3, usegmt=True)
+    with EffectServer(status=201, script={1: 408}, reply_headers={1: {"Retry-After": when}}) as server:
+        handler = http(server.url, backoff_seconds=0.5)
+        assert handler(LETTER) == "HTTP 201"
+        handler.close()
+    assert server.total == 2
+    (pause,) = handler.pauses  # type: ignore[attr-defined]
+    assert 1.5 <= pause <= 3.0  # the date has whole seconds: 2 to 3 s away when the answer came
+
+
+def test_http_retry_after_is_capped_and_429_that_persists_is_retryable_not_permanent() -> None:
+    with EffectServer(status=429, reply_headers={1: {"Retry-After": "3600"}, 2: {"Retry-After": "1"}}) as server:
+        handler = http(server.url, max_tries=3, backoff_seconds=0.25, retry_after_max_seconds=5)
+        with pytest.raises(RetryableFailure, match=r"HTTP 429 .*after 3 tries"):
+            handler(LETTER)
+        handler.close()
+    assert server.total == 3
+    assert handler.pauses == [5, 1]  # type: ignore[attr-defined]  # capped at 5; then 1 s beats 0.5 s back-off
+
+
+def test_retry_after_forms() -> None:
+    from rocketmq_retry.compensation.handlers import retry_after_seconds
+
+    now = dt.datetime(2026, 11, 20, 8, 0, tzinfo=dt.UTC)
+    assert retry_after_seconds("120") == 120
+    assert retry_after_seconds("Fri, 20 Nov 2026 08:00:30 GMT", lambda: now) == 30
+    assert retry_after_seconds("Fri, 20 Nov 2026 07:00:00 GMT", lambda: now) == 0  # in the past: now
+    assert retry_after_seconds("soon") is None and retry_after_seconds(None) is None
+
+
+# --- secrets ---------------------------------------------------------------------------------------------
+
+
+def test_credentials_in_the_url_travel_as_basic_auth_and_never_in_messages() -> None:
+    with EffectServer(status=400, echo=True) as server:
+        url = server.url.replace("http://", "http://user:secret@")
+        handler = http(url)
+        with pytest.raises(PermanentFailure) as failure:
+            handler(LETTER)
+        handler.close()
+    assert server.headers[0]["Authorization"].startswith("Basic ")  # the receiver still authenticates us
+    assert "secret" not in str(failure.value) and "dXNlcjpzZWNyZXQ" not in str(failure.value)
+    assert f"http://127.0.0.1:{server.port}/compensations" in str(failure.value)
+
+
+def test_connection_headers_are_masked_when_a_receiver_echoes_them(monkeypatch: pytest.MonkeyPatch) -> None:
+    with EffectServer(status=503, echo=True) as server:
+        conn = {
+            "conn_type": "http",
+            "host": "127.0.0.1",
+            "port": server.port,
+            "login": "svc",
+            "password": "pw-hunter2",
+            "extra": {"headers": {"X-Api-Key": "k-12345678", "X-Tenant-Token": "tt-87654321"}},
+        }
+        monkeypatch.setenv("AIRFLOW_CONN_REFUND_API", json.dumps(conn))
+        handler = build_handler("refund-api", HandlerConfig(type="http", conn_id="refund_api", max_tries=1))
+        with pytest.raises(RetryableFailure) as failure:
+            handler(LETTER)
+        handler.close()
+    message = str(failure.value)
+    assert "you_sent" in message  # the echo is there ...
+    for secret in ("pw-hunter2", "k-12345678", "tt-87654321", "c3ZjOnB3LWh1bnRlcjI"):
+        assert secret not in message  # ... but none of what authenticates us
+
+
+def test_redact_patterns() -> None:
+    from rocketmq_retry.compensation.redact import redact
+
+    assert redact("POST https://a:b@h:1/x failed") == "POST https://***@h:1/x failed"
+    assert redact("{'Authorization': 'Bearer abc.def', 'X-Api-Key': 'k1'}") == (
+        "{'Authorization': '***', 'X-Api-Key': '***'}"
+    )
+    assert redact("Cookie: sid=42; x=1") == "Cookie: ***; x=1"
+    assert redact("token tok-123 here", ["tok-123"]) == "token *** here"
+    assert redact("http://127.0.0.1:8000/x") == "http://127.0.0.1:8000/x"
+
+
+# --- time limits -----------------------------------------------------------------------------------------
+
+
+def test_a_python_handler_past_its_time_limit_is_a_transient_failure_not_a_hang(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("RMQ_TEST_SLEEP", "5")
+    handler = PythonHandler(
+        "slow", HandlerConfig(type="python", callable="test_compensation_support:sleepy", timeout_seconds=0.5)
+    )
+    started = time.monotonic()
+    with pytest.raises(RetryableFailure, match=r"time limit of 0.5s"):
+        handler(LETTER)
+    assert time.monotonic() - started < 2
+
+
+def test_sql_statements_and_lock_waits_are_bounded_by_the_timeout(target_url: str) -> None:
+    import threading
+
+    handler = SqlHandler("tickets", HandlerConfig(type="sql", url=target_url, table="dlq_tickets", timeout_seconds=1))
+    blocker = create_engine(target_url)
+    outcome: dict[str, object] = {}
+    try:
+        with blocker.connect() as conn:
+            # Another session holds the table: an INSERT waits for it until its timeout.
+            if blocker.dialect.name == "sqlite":
+                conn.exec_driver_sql("BEGIN IMMEDIATE")
+                conn.exec_driver_sql(
+                    "INSERT INTO dlq_tickets (idempotency_key, consumer_group, msg_id) VALUES ('x', 'g', 'm')"
+                )
+            else:
+                conn.execute(text("LOCK TABLE dlq_tickets IN ACCESS EXCLUSIVE MODE"))
+
+            def call() -> None:
+                try:
+                    outcome["result"] = handler(LETTER)
+                except Exception as exc:
+                    outcome["error"] = exc
+
+            started = time.monotonic()
+            caller = threading.Thread(target=call, daemon=True)
+            caller.start()
+            caller.join(timeout=15)
+            waited = time.monotonic() - started
+            conn.rollback()
+        caller.join(timeout=120)
+    finally:
+        handler.close()
+        blocker.dispose()
+    assert waited < 10, f"the insert waited {waited:.0f}s for the lock"
+    assert isinstance(outcome.get("error"), RetryableFailure), outcome
+    assert "slower than 1s" in str(outcome["error"])
+
+
+def test_a_timeout_must_be_shorter_than_the_lease() -> None:
+    from pydantic import ValidationError
+
+    python = {"type": "python", "callable": "rocketmq_retry.compensation.handlers:log_only"}
+    with pytest.raises(ValidationError, match=r"handlers.slow.timeout_seconds \(10\) must be shorter than lease"):
+        CompensationConfig.model_validate(
+            {
+                "lease_seconds": 5,
+                "routes": [{"handler": "slow"}],
+                "handlers": {"slow": {**python, "timeout_seconds": 10}},
+            }
+        )
+    # Left at its default, the timeout follows a short lease instead.
+    cfg = CompensationConfig.model_validate(
+        {"lease_seconds": 5, "routes": [{"handler": "slow"}], "handlers": {"slow": python}}
+    )
+    assert cfg.handlers["slow"].timeout_seconds == 2.5
+    assert CompensationConfig().handlers["log-only"].timeout_seconds == 10

@@ -225,3 +225,51 @@ def test_ledger_url_and_idempotency_key(tmp_path) -> None:
     assert key != idempotency_key("other-consumer", "7F00000100002A9F")
     # Pinned: receivers deduplicate on this value, so it must never change between releases.
     assert key == "7434eb24-46bc-5854-a1c3-c43df278520e"
+
+
+def test_lease_expiry_is_database_time_so_a_skewed_worker_cannot_steal_a_live_lease(
+    ledger_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Worker A claims with a 30 s lease. Worker B's clock runs an hour ahead: judged by B's clock A's lease
+    is long over, but the database's clock says it is live, and the database's clock is the one used."""
+    import types
+
+    from rocketmq_retry.compensation import ledger as ledger_module
+
+    with Ledger.open(ledger_url, lease_seconds=30) as a:
+        a.register([reg("1")])
+        claim = a.claim("order-consumer", "1", worker="a")
+        assert claim is not None
+        db_now = a.now()
+        assert abs((claim.lease_expires_at - db_now).total_seconds() - 30) < 5
+
+        class AnHourAhead(dt.datetime):
+            @classmethod
+            def now(cls, tz: dt.tzinfo | None = None) -> AnHourAhead:  # type: ignore[override]
+                return super().now(tz) + dt.timedelta(hours=1)
+
+        monkeypatch.setattr(
+            ledger_module, "dt", types.SimpleNamespace(datetime=AnHourAhead, timedelta=dt.timedelta, UTC=dt.UTC)
+        )
+        with Ledger.open(ledger_url, lease_seconds=30) as b:
+            assert b.claim("order-consumer", "1", worker="b") is None
+            row = b.get("order-consumer", "1")
+            assert row is not None and b.is_claimable(row) is False
+        assert (row.state, row.claimed_by, row.attempts) == (State.CLAIMED, "a", 1)
+        assert a.complete(claim, "ok")
+
+
+def test_extend_renews_only_claims_still_held(ledger: Ledger, clock: Clock) -> None:
+    ledger.register([reg("1"), reg("2")])
+    claims, _ = ledger.claim_many([("order-consumer", "1"), ("order-consumer", "2")], worker="a")
+    first, second = claims[("order-consumer", "1")], claims[("order-consumer", "2")]
+    assert ledger.complete(second, "ok")
+    clock.advance(20)
+    assert ledger.extend([first, second]) == {("order-consumer", "2")}  # finished: no longer held
+    clock.advance(20)  # 40 s after the claim, 20 s after the renewal: still live
+    assert ledger.claim("order-consumer", "1", worker="b") is None
+    clock.advance(11)
+    taken = ledger.claim("order-consumer", "1", worker="b")
+    assert taken is not None
+    assert ledger.extend([first]) == {("order-consumer", "1")}  # taken over: lost
+    assert not ledger.complete(first, "late")

@@ -60,6 +60,8 @@ class EffectServer:
 
     ``script`` maps a request number (1-based, per key) to a status, e.g. {1: 503} fails the first try.
     ``dedupe`` answers 409 to a key it already accepted, like a well-behaved idempotent API.
+    ``reply_headers`` maps a request number (per key) to extra response headers, e.g. {1: {"Retry-After": "2"}};
+    ``echo`` puts the request's headers into the response body (a receiver that leaks what it got).
     """
 
     def __init__(
@@ -70,12 +72,17 @@ class EffectServer:
         dedupe: bool = False,
         delay: float = 0,
         first_delay: float = 0,
+        reply_headers: dict[int, dict[str, str]] | None = None,
+        echo: bool = False,
     ):
         self.status = status
         self.script = script or {}
         self.dedupe = dedupe
         self.delay = delay
         self.first_delay = first_delay  # only the very first request is slow
+        self.reply_headers = reply_headers or {}
+        self.echo = echo
+        self.arrivals: list[float] = []  # time.monotonic() of every POST, in order
         self.requests: Counter[str] = Counter()  # key -> POSTs received
         self.accepted: Counter[str] = Counter()  # key -> effects applied (2xx answered)
         self.bodies: list[dict[str, Any]] = []
@@ -89,6 +96,7 @@ class EffectServer:
                 raw = self.rfile.read(length)
                 key = self.headers.get("Idempotency-Key") or ""
                 with server._lock:
+                    server.arrivals.append(time.monotonic())
                     server.requests[key] += 1
                     n = server.requests[key]
                     first = server.total == 1
@@ -105,8 +113,15 @@ class EffectServer:
                 pause = server.first_delay if first and server.first_delay else server.delay
                 if pause:
                     time.sleep(pause)
-                body = json.dumps({"status": status}).encode()
+                doc: dict[str, Any] = {"status": status}
+                if server.echo:
+                    # Last sent first: the credentials and custom headers come after httpx's defaults, and an
+                    # error body is cut short where it is quoted.
+                    doc["you_sent"] = dict(reversed(self.headers.items()))
+                body = json.dumps(doc).encode()
                 self.send_response(status)
+                for name, value in server.reply_headers.get(n, {}).items():
+                    self.send_header(name, value)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(body)))
                 self.end_headers()
@@ -208,6 +223,27 @@ def race_worker(batch: dict[str, Any], run_id: str, config: str, barrier: Any, r
     results.put(compensate_batch(batch, run_id, config))
 
 
+def solo_worker(batch: dict[str, Any], run_id: str, config: str, results: Any) -> None:
+    """One worker process compensating a batch; its summary goes to ``results``."""
+    from rocketmq_retry.compensation.tasks import compensate_batch
+
+    results.put(compensate_batch(batch, run_id, config))
+
+
+def die_before_complete_worker(batch: dict[str, Any], run_id: str, config: str, env: dict[str, str]) -> None:
+    """A worker whose process dies right after a handler's effect, before the ledger records DONE.
+    (``env``: a forkserver child has the environment of the server, not of the test that starts it.)"""
+    os.environ.update(env)
+    from rocketmq_retry.compensation.ledger import Ledger
+    from rocketmq_retry.compensation.tasks import compensate_batch
+
+    def die(*_args: Any, **_kwargs: Any) -> bool:
+        os._exit(70)
+
+    Ledger.complete = die  # type: ignore[method-assign]
+    compensate_batch(batch, run_id, config)
+
+
 def crash_worker(batch: dict[str, Any], run_id: str, config: str, hang_marker: str) -> None:
     """A worker that claims one dead letter and then hangs inside its handler until it is killed."""
     os.environ["RMQ_TEST_HANG_MARKER"] = hang_marker
@@ -245,6 +281,22 @@ def flaky(letter: Any) -> str:
     if os.environ.get("RMQ_TEST_FLAKY"):
         raise RuntimeError("downstream unavailable")
     return record_effect(letter)
+
+
+def record_key(letter: Any) -> str:
+    """A python handler whose effect is the letter's idempotency key appended to $RMQ_TEST_EFFECTS."""
+    fd = os.open(effect_file(), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        os.write(fd, f"{letter.idempotency_key}\n".encode())
+    finally:
+        os.close(fd)
+    return "recorded"
+
+
+def sleepy(letter: Any) -> str:
+    """A python handler that takes $RMQ_TEST_SLEEP seconds (default 5)."""
+    time.sleep(float(os.environ.get("RMQ_TEST_SLEEP", "5")))
+    return "slept"
 
 
 def refuse(letter: Any) -> str:

@@ -232,6 +232,9 @@ class HandlerConfig(_Strict):
     max_tries: int = Field(4, ge=1, description="http: one call plus retries on 5xx, timeouts, connection errors")
     backoff_seconds: float = Field(0.5, ge=0, description="http: first pause between tries, doubling each retry")
     backoff_max_seconds: float = Field(8.0, ge=0, description="http: longest pause between tries")
+    retry_after_max_seconds: float = Field(
+        30.0, ge=0, description="http: longest pause a Retry-After header (429, 408, 503) may ask for"
+    )
 
     @model_validator(mode="after")
     def _needs_target(self) -> HandlerConfig:
@@ -272,6 +275,17 @@ class CompensationConfig(_Strict):
             if route.handler not in self.handlers:
                 known = ", ".join(sorted(self.handlers)) or "none"
                 raise ValueError(f"routes[{index}].handler {route.handler!r} is not defined in handlers ({known})")
+        # A call must end before its claim can: the lease is the only bound another worker trusts should the
+        # heartbeat stall. A timeout left at its default follows a short lease; one set explicitly is checked.
+        for name, handler in list(self.handlers.items()):
+            if handler.timeout_seconds < self.lease_seconds:
+                continue
+            if "timeout_seconds" in handler.model_fields_set:
+                raise ValueError(
+                    f"handlers.{name}.timeout_seconds ({handler.timeout_seconds:g}) must be shorter than "
+                    f"lease_seconds ({self.lease_seconds}): a call may not outlive its claim"
+                )
+            self.handlers[name] = handler.model_copy(update={"timeout_seconds": self.lease_seconds / 2})
         return self
 
 

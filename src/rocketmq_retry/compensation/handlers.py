@@ -3,8 +3,12 @@
 A handler turns one dead letter into one business effect. It returns a short result for the ledger, raises
 ``PermanentFailure`` when retrying cannot help (the row goes to GAVE_UP) and anything else for a transient
 failure (the row goes to FAILED and a later run or re-drive tries again). Every effect carries the dead
-letter's idempotency key, so that the receiver can drop a duplicate should a lease ever expire under a slow
-but living worker (the ledger already guarantees a single execution otherwise).
+letter's idempotency key, so that the receiver can drop a duplicate when a worker dies between the effect and
+recording DONE, or a frozen worker loses its lease mid-call (docs/compensation.md "Guarantees").
+
+Every call is bounded by the handler's ``timeout_seconds``: per HTTP request, per SQL statement and connect,
+and for a whole python call. Every text a handler produces passes through ``redact`` first, so credentials of
+its URL or connection never reach the ledger, a log or a terminal.
 
 Airflow connections (``conn_id``) are read lazily, when a handler is first built inside a task, never at
 import or DAG-parse time.
@@ -12,20 +16,31 @@ import or DAG-parse time.
 
 from __future__ import annotations
 
+import datetime as dt
+import email.utils
 import importlib
 import json
 import logging
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any, Protocol
 
 from rocketmq_retry.compensation.model import DeadLetter, PermanentFailure, RetryableFailure
+from rocketmq_retry.compensation.redact import (
+    basic_auth_secrets,
+    redact,
+    redact_url,
+    secret_variants,
+    split_userinfo,
+)
 from rocketmq_retry.config import HandlerConfig
 from rocketmq_retry.errors import ConfigError
 
 log = logging.getLogger("rocketmq_retry.compensation")
 
-# Not (yet) configurable per handler in config.py; see docs/compensation.md.
+# Statuses worth another try: the receiver is overloaded (429, 503), timed the request out (408) or failed (5xx).
+RETRY_STATUSES = frozenset({408, 429})
 
 
 class Handler(Protocol):
@@ -35,6 +50,20 @@ class Handler(Protocol):
     def __call__(self, letter: DeadLetter) -> str | None: ...
 
     def close(self) -> None: ...
+
+    def redact(self, text: str | None) -> str | None: ...
+
+
+class _Secrets:
+    """The literal secrets a handler knows; ``redact`` masks them and the generic patterns."""
+
+    _secrets: frozenset[str] = frozenset()
+
+    def _keep_secret(self, values: Iterable[str]) -> None:
+        self._secrets = self._secrets | frozenset(values)
+
+    def redact(self, text: str | None) -> str | None:
+        return redact(text, self._secrets)
 
 
 def log_only(letter: DeadLetter) -> str:
@@ -70,15 +99,40 @@ def load_callable(dotted: str) -> Callable[..., Any]:
     return target
 
 
-class PythonHandler:
+class PythonHandler(_Secrets):
+    """``function(letter)`` in a thread of its own, given at most ``timeout_seconds``. A call that exceeds it is
+    a transient failure; Python cannot stop a thread, so the call is abandoned (a daemon thread) and may still
+    finish later: the callable must be idempotent on ``letter.idempotency_key`` (docs/compensation.md)."""
+
     def __init__(self, name: str, cfg: HandlerConfig) -> None:
         self.name = name
         self.rate_per_second = cfg.rate_per_second
+        self.timeout_seconds = cfg.timeout_seconds
         assert cfg.callable
         self._fn = load_callable(cfg.callable)
 
     def __call__(self, letter: DeadLetter) -> str | None:
-        result = self._fn(letter)
+        outcome: dict[str, Any] = {}
+        finished = threading.Event()
+
+        def call() -> None:
+            try:
+                outcome["result"] = self._fn(letter)
+            except BaseException as exc:  # handed to the worker's thread, which classifies it
+                outcome["error"] = exc
+            finally:
+                finished.set()
+
+        thread = threading.Thread(target=call, name=f"compensation-{self.name}-{letter.msg_id}", daemon=True)
+        thread.start()
+        if not finished.wait(self.timeout_seconds):
+            raise RetryableFailure(
+                f"python handler {self.name!r} did not return within its time limit of {self.timeout_seconds:g}s "
+                "(the call was abandoned and may still complete; the next claim passes the same idempotency key)"
+            )
+        if "error" in outcome:
+            raise outcome["error"]
+        result = outcome.get("result")
         return None if result is None else str(result)
 
     def close(self) -> None:
@@ -96,10 +150,12 @@ def _airflow_connection(conn_id: str) -> Any:
 
 def http_target(cfg: HandlerConfig) -> tuple[str, dict[str, str], tuple[str, str] | None]:
     """(url, extra headers, basic auth). With ``conn_id`` the connection gives scheme, host, port, login and
-    ``extra.headers``; ``url`` is then a path (or full URL) joined to it."""
+    ``extra.headers``; ``url`` is then a path (or full URL) joined to it. Credentials in the URL's userinfo
+    become the basic auth (unless the connection gives one) and leave the URL."""
     if not cfg.conn_id:
         assert cfg.url
-        return cfg.url, {}, None
+        url, auth = split_userinfo(cfg.url)
+        return url, {}, auth
     conn = _airflow_connection(cfg.conn_id)
     host = conn.host or ""
     if "://" in host:
@@ -113,13 +169,33 @@ def http_target(cfg: HandlerConfig) -> tuple[str, dict[str, str], tuple[str, str
     url = cfg.url or endpoint
     full = url if url.startswith(("http://", "https://")) else base + ("/" + url.lstrip("/") if url else "")
     auth = (conn.login, conn.password or "") if conn.login else None
-    return full, headers, auth
+    full, url_auth = split_userinfo(full)
+    return full, headers, auth or url_auth
 
 
-class HttpHandler:
+def retry_after_seconds(value: str | None, now: Callable[[], dt.datetime] | None = None) -> float | None:
+    """A ``Retry-After`` header (RFC 9110 §10.2.3) in seconds: delta-seconds or an HTTP-date (a date in the
+    past means "now"). None when absent or unreadable."""
+    if not value:
+        return None
+    value = value.strip()
+    if value.isdigit():
+        return float(value)
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError, IndexError):
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=dt.UTC)
+    current = now() if now else dt.datetime.now(dt.UTC)
+    return max(0.0, (when - current).total_seconds())
+
+
+class HttpHandler(_Secrets):
     """POST the dead letter as JSON with an ``Idempotency-Key`` header. 2xx and 409 (the receiver already has
-    it) are done; any other 4xx is permanent; 5xx, timeouts and connection errors are retried with exponential
-    back-off, and still failing after the last try, the row is FAILED for a later run."""
+    it) are done; 408 and 429 (the receiver asks to come back), 5xx, timeouts and connection errors are retried
+    with exponential back-off, waiting at least what a ``Retry-After`` asks (up to ``retry_after_max_seconds``);
+    any other 4xx is permanent; still failing after the last try, the row is FAILED for a later run."""
 
     def __init__(
         self,
@@ -129,6 +205,7 @@ class HttpHandler:
         max_tries: int | None = None,
         backoff_seconds: float | None = None,
         backoff_max_seconds: float | None = None,
+        retry_after_max_seconds: float | None = None,
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         import httpx
@@ -136,12 +213,30 @@ class HttpHandler:
         self.name = name
         self.rate_per_second = cfg.rate_per_second
         self.url, self._headers, auth = http_target(cfg)
+        # Everything that authenticates: the basic-auth password (and its header form), the URL's own userinfo
+        # in whatever form the config wrote it, every header a connection configures and known secret headers.
+        secrets: set[str] = set()
+        if auth:
+            secrets |= basic_auth_secrets(*auth)
+        secrets |= secret_variants(*self._headers.values())
+        self._keep_secret(secrets)
+        self.display_url = self.redact(redact_url(self.url)) or ""
         # Explicit arguments (tests) win over the handler's config.
         self.max_tries = max(1, cfg.max_tries if max_tries is None else max_tries)
         self.backoff_seconds = cfg.backoff_seconds if backoff_seconds is None else backoff_seconds
         self.backoff_max_seconds = cfg.backoff_max_seconds if backoff_max_seconds is None else backoff_max_seconds
+        self.retry_after_max_seconds = (
+            cfg.retry_after_max_seconds if retry_after_max_seconds is None else retry_after_max_seconds
+        )
         self._sleep = sleep
         self._client = httpx.Client(timeout=cfg.timeout_seconds, auth=auth)
+
+    def _pause(self, attempt: int, retry_after: float | None) -> float:
+        """Exponential back-off, stretched to what the receiver's Retry-After asks (within the cap)."""
+        pause = min(self.backoff_max_seconds, self.backoff_seconds * 2 ** (attempt - 1))
+        if retry_after is not None:
+            pause = max(pause, min(retry_after, self.retry_after_max_seconds))
+        return pause
 
     def __call__(self, letter: DeadLetter) -> str | None:
         import httpx
@@ -150,24 +245,26 @@ class HttpHandler:
         payload = json.dumps(letter.to_json(), ensure_ascii=False).encode("utf-8")
         last = ""
         for attempt in range(1, self.max_tries + 1):
+            retry_after: float | None = None
             try:
                 response = self._client.post(self.url, content=payload, headers=headers)
             except httpx.TimeoutException as exc:
                 last = f"timeout after {self._client.timeout.read}s ({type(exc).__name__})"
             except httpx.TransportError as exc:
-                last = f"{type(exc).__name__}: {exc}"
+                last = f"{type(exc).__name__}: {self.redact(str(exc))}"
             else:
                 status = response.status_code
                 if 200 <= status < 300:
                     return f"HTTP {status}"
                 if status == 409:
                     return "HTTP 409 (receiver already had this idempotency key)"
-                snippet = response.text[:200].strip()
-                if 400 <= status < 500:
-                    raise PermanentFailure(f"HTTP {status} from {self.url}: {snippet}")
-                last = f"HTTP {status} from {self.url}: {snippet}"
+                snippet = self.redact(response.text[:200].strip())
+                if 400 <= status < 500 and status not in RETRY_STATUSES:
+                    raise PermanentFailure(f"HTTP {status} from {self.display_url}: {snippet}")
+                last = f"HTTP {status} from {self.display_url}: {snippet}"
+                retry_after = retry_after_seconds(response.headers.get("Retry-After"))
             if attempt < self.max_tries:
-                self._sleep(min(self.backoff_max_seconds, self.backoff_seconds * 2 ** (attempt - 1)))
+                self._sleep(self._pause(attempt, retry_after))
         raise RetryableFailure(f"{last} (after {self.max_tries} tries)")
 
     def close(self) -> None:
@@ -198,20 +295,26 @@ def sql_url(cfg: HandlerConfig) -> str:
     return str(conn.get_uri())
 
 
-class SqlHandler:
+class SqlHandler(_Secrets):
     """INSERT the dead letter into ``table`` (created with the columns below if it does not exist).
-    ``idempotency_key`` is the table's primary key, so a repeated insert is a no-op, never a second row."""
+    ``idempotency_key`` is the table's primary key, so a repeated insert is a no-op, never a second row.
+    Connecting and every statement are bounded by ``timeout_seconds`` (PostgreSQL ``connect_timeout`` and
+    ``statement_timeout``, SQLite's busy ``timeout``): a locked or hung database is a transient failure."""
 
     def __init__(self, name: str, cfg: HandlerConfig) -> None:
         from sqlalchemy import Column, Integer, MetaData, String, Table, Text, inspect
+        from sqlalchemy.engine import make_url
 
         from rocketmq_retry.compensation.ledger import create_ledger_engine
 
         self.name = name
         self.rate_per_second = cfg.rate_per_second
+        self.timeout_seconds = cfg.timeout_seconds
         assert cfg.table
         schema, _, table_name = cfg.table.rpartition(".")
-        self.engine = create_ledger_engine(sql_url(cfg))
+        url = sql_url(cfg)
+        self._keep_secret(secret_variants(make_url(url).password))
+        self.engine = create_ledger_engine(url, timeout=cfg.timeout_seconds)
         md = MetaData(schema=schema or None)
         try:
             if inspect(self.engine).has_table(table_name, schema=schema or None):
@@ -272,11 +375,15 @@ class SqlHandler:
         except IntegrityError as exc:
             if "idempotency_key" in str(exc.orig).lower() or "unique" in str(exc.orig).lower():
                 return "row already present"
-            raise PermanentFailure(f"insert into {self.table.fullname} rejected: {exc.orig}") from None
-        except OperationalError as exc:
-            raise RetryableFailure(f"database unavailable: {exc.orig}") from None
+            raise PermanentFailure(
+                f"insert into {self.table.fullname} rejected: {self.redact(str(exc.orig))}"
+            ) from None
+        except OperationalError as exc:  # includes a statement cancelled by statement_timeout, a busy SQLite file
+            raise RetryableFailure(
+                f"database unavailable or slower than {self.timeout_seconds:g}s: {self.redact(str(exc.orig))}"
+            ) from None
         except DBAPIError as exc:
-            raise PermanentFailure(f"insert into {self.table.fullname} failed: {exc.orig}") from None
+            raise PermanentFailure(f"insert into {self.table.fullname} failed: {self.redact(str(exc.orig))}") from None
         return f"inserted into {self.table.fullname}" if inserted else "row already present"
 
     def close(self) -> None:

@@ -4,7 +4,9 @@ Every state change is one conditional ``UPDATE`` (or ``INSERT … ON CONFLICT DO
 clause states the transition it makes, so two workers can never both win: the database decides. A claim
 carries a lease; a worker that dies keeps its claim only until the lease expires, then any worker may take
 it again. Outcomes are fenced by the claim's token, so a worker whose lease was taken over cannot overwrite
-the newer claim's result.
+the newer claim's result. A worker keeps a claim alive while its handler runs by extending the lease
+(``extend``, the heartbeat). Every lease time is the database's own clock, read in the transaction that uses
+it: workers whose clocks disagree still agree on whose lease is live.
 """
 
 from __future__ import annotations
@@ -14,8 +16,10 @@ import dataclasses
 import datetime as dt
 import fcntl
 import logging
+import math
 import os
 import pathlib
+import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
@@ -25,6 +29,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import IntegrityError
 
 from rocketmq_retry.compensation.model import REOPENABLE, State
+from rocketmq_retry.compensation.redact import redact
 from rocketmq_retry.compensation.schema import TABLE_NAME, VERSION_TABLE, ledger
 from rocketmq_retry.errors import ConfigError, UserError
 
@@ -51,30 +56,63 @@ def resolve_ledger_url(template: str, warehouse: str | os.PathLike[str] | None) 
     return template
 
 
-def create_ledger_engine(url: str) -> Engine:
-    """An engine tuned for many short write transactions from several processes."""
+def create_ledger_engine(url: str, *, timeout: float | None = None) -> Engine:
+    """An engine tuned for many short write transactions from several processes. With ``timeout`` (the sql
+    handler's ``timeout_seconds``) connecting and every statement are bounded by it: SQLite waits that long for
+    a lock, PostgreSQL gets ``connect_timeout`` and ``statement_timeout``."""
     parsed = make_url(url)
     if parsed.get_backend_name() == "sqlite":
         database = parsed.database or ""
         if database in ("", ":memory:") or database.startswith("file:"):
-            raise ConfigError(f"ledger_url {url!r}: an SQLite ledger must be a file so that every worker sees it")
+            shown = parsed.render_as_string(hide_password=True)
+            raise ConfigError(f"ledger_url {shown!r}: an SQLite ledger must be a file so that every worker sees it")
         pathlib.Path(database).parent.mkdir(parents=True, exist_ok=True)
-        engine = create_engine(url, connect_args={"timeout": 60})
+        busy = 60.0 if timeout is None else timeout
+        engine = create_engine(url, connect_args={"timeout": busy})
 
         @event.listens_for(engine, "connect")
         def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
             cur = dbapi_conn.cursor()
             # WAL lets readers (list/show, state checks) proceed while a worker writes.
             cur.execute("PRAGMA journal_mode=WAL")
-            cur.execute("PRAGMA busy_timeout=60000")
+            cur.execute(f"PRAGMA busy_timeout={int(busy * 1000)}")
             # Durable across process crashes (what leases are about); a power loss may forget the last commits,
             # and then the idempotency key keeps the repeated effect harmless.
             cur.execute("PRAGMA synchronous=NORMAL")
             cur.close()
 
         return engine
-    # No pre-ping: it would add a round trip to every claim; a dropped connection fails one transaction.
-    return create_engine(parsed, pool_recycle=1800)
+    if timeout is None or parsed.get_backend_name() != "postgresql":
+        # No pre-ping: it would add a round trip to every claim; a dropped connection fails one transaction.
+        return create_engine(parsed, pool_recycle=1800)
+    # libpq counts connect_timeout in whole seconds and treats anything under 2 as 2.
+    engine = create_engine(parsed, pool_recycle=1800, connect_args={"connect_timeout": max(2, math.ceil(timeout))})
+    statement_ms = max(1, int(timeout * 1000))
+
+    @event.listens_for(engine, "connect")
+    def _pg_statement_timeout(dbapi_conn: Any, _record: Any) -> None:
+        cur = dbapi_conn.cursor()
+        cur.execute(f"SET statement_timeout = {statement_ms}")
+        cur.close()
+        dbapi_conn.commit()  # a session setting, kept across the pool's rollbacks only once committed
+
+    return engine
+
+
+def database_now(conn: Any) -> dt.datetime:
+    """The database server's current time (aware UTC), the one clock every worker shares."""
+    dialect = conn.dialect.name
+    if dialect == "sqlite":
+        value = conn.execute(text("SELECT strftime('%Y-%m-%d %H:%M:%f', 'now')")).scalar_one()
+        return dt.datetime.fromisoformat(value).replace(tzinfo=dt.UTC)
+    if dialect == "postgresql":
+        # clock_timestamp(), not now(): now() is the transaction's start, stale by the transaction's age.
+        value = conn.execute(text("SELECT clock_timestamp()")).scalar_one()
+    else:
+        value = conn.execute(select(func.current_timestamp())).scalar_one()
+    if isinstance(value, str):
+        value = dt.datetime.fromisoformat(value)
+    return value.replace(tzinfo=dt.UTC) if value.tzinfo is None else value.astimezone(dt.UTC)
 
 
 def _alembic_config(connection: Any) -> Any:
@@ -152,7 +190,10 @@ class Claim:
     msg_id: str
     token: str
     attempt: int
-    lease_expires_at: dt.datetime
+    lease_expires_at: dt.datetime  # database time
+    # This worker's monotonic clock when the claim was won (after the database granted it, so never early):
+    # what the worker measures its remaining lease against, free of any difference between the two clocks.
+    won_at: float = dataclasses.field(default_factory=time.monotonic, compare=False)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -212,6 +253,12 @@ def _truncate(value: str | None, limit: int = 4000) -> str | None:
     return value[: limit - 1] + "…"
 
 
+def _message(value: str | None) -> str | None:
+    """``last_error`` / ``result`` as stored. The last line of defence: whatever a handler or caller wrote, no
+    URL userinfo or secret header value reaches the ledger (handlers already mask their own secrets)."""
+    return _truncate(redact(value))
+
+
 class Ledger:
     def __init__(
         self,
@@ -219,12 +266,24 @@ class Ledger:
         *,
         lease_seconds: int = 300,
         max_attempts: int = 5,
-        clock: Callable[[], dt.datetime] = utcnow,
+        clock: Callable[[], dt.datetime] | None = None,
     ) -> None:
+        """``clock`` is a test hook standing in for the database's clock; without it (always, in production)
+        every lease time is the database server's."""
         self.engine = engine
         self.lease_seconds = lease_seconds
         self.max_attempts = max_attempts
         self.clock = clock
+
+    def _now(self, conn: Any) -> dt.datetime:
+        return self.clock() if self.clock is not None else database_now(conn)
+
+    def now(self) -> dt.datetime:
+        """The ledger's time: the database server's clock (or the test clock)."""
+        if self.clock is not None:
+            return self.clock()
+        with self.engine.connect() as conn:
+            return database_now(conn)
 
     @classmethod
     def open(
@@ -234,7 +293,7 @@ class Ledger:
         lease_seconds: int = 300,
         max_attempts: int = 5,
         migrate: bool = True,
-        clock: Callable[[], dt.datetime] = utcnow,
+        clock: Callable[[], dt.datetime] | None = None,
     ) -> Ledger:
         engine = create_ledger_engine(url)
         try:
@@ -267,7 +326,7 @@ class Ledger:
     def register(self, entries: Iterable[Registration]) -> int:
         """Insert dead letters not yet in the ledger; existing rows are left exactly as they are.
         Returns how many rows were new."""
-        now = self.clock()
+        now = self.now()
         rows = [
             {
                 "consumer_group": e.consumer_group,
@@ -344,38 +403,39 @@ class Ledger:
         if not keys:
             return {}, {}
         t = ledger.c
-        now = self.clock()
         token = uuid.uuid4().hex
-        expires = now + dt.timedelta(seconds=self.lease_seconds)
-        values: dict[str, Any] = {
-            "state": State.CLAIMED.value,
-            "attempts": t.attempts + 1,
-            "claimed_by": _truncate(worker, 255),
-            "claim_token": token,
-            "lease_expires_at": expires,
-            "last_attempt_at": now,
-            "airflow_run_id": run_id,
-        }
-        if handler is not None:
-            values["handler"] = handler
         wanted = tuple_(t.consumer_group, t.msg_id).in_([tuple(k) for k in keys])
-        if self.engine.dialect.name == "postgresql":
-            lockable = (
-                select(t.consumer_group, t.msg_id)
-                .where(wanted, _claimable(now, self.max_attempts))
-                .order_by(t.consumer_group, t.msg_id)
-                .with_for_update(skip_locked=True)
-            )
-            target = tuple_(t.consumer_group, t.msg_id).in_(lockable)
-        else:
-            target = wanted
-        stmt = (
-            update(ledger)
-            .where(target, _claimable(now, self.max_attempts))
-            .values(**values)
-            .returning(t.consumer_group, t.msg_id, t.attempts)
-        )
         with self.engine.begin() as conn:
+            # Read in the claiming transaction, right before the UPDATE: the database's time, not this worker's.
+            now = self._now(conn)
+            expires = now + dt.timedelta(seconds=self.lease_seconds)
+            values: dict[str, Any] = {
+                "state": State.CLAIMED.value,
+                "attempts": t.attempts + 1,
+                "claimed_by": _truncate(worker, 255),
+                "claim_token": token,
+                "lease_expires_at": expires,
+                "last_attempt_at": now,
+                "airflow_run_id": run_id,
+            }
+            if handler is not None:
+                values["handler"] = handler
+            if self.engine.dialect.name == "postgresql":
+                lockable = (
+                    select(t.consumer_group, t.msg_id)
+                    .where(wanted, _claimable(now, self.max_attempts))
+                    .order_by(t.consumer_group, t.msg_id)
+                    .with_for_update(skip_locked=True)
+                )
+                target = tuple_(t.consumer_group, t.msg_id).in_(lockable)
+            else:
+                target = wanted
+            stmt = (
+                update(ledger)
+                .where(target, _claimable(now, self.max_attempts))
+                .values(**values)
+                .returning(t.consumer_group, t.msg_id, t.attempts)
+            )
             won = {(g, m): Claim(g, m, token, int(a), expires) for g, m, a in conn.execute(stmt)}
         lost = [k for k in keys if tuple(k) not in won]
         others = self.states(lost) if lost else {}
@@ -394,6 +454,33 @@ class Ledger:
     @staticmethod
     def _lease_live(row: LedgerRow, now: dt.datetime) -> bool:
         return row.lease_expires_at is not None and row.lease_expires_at >= now
+
+    def extend(self, claims: Iterable[Claim]) -> set[tuple[str, str]]:
+        """The heartbeat: push the lease of each claim still held to the database's now + lease_seconds.
+        Returns the keys whose claim is held no longer (finished, or taken over after it expired): those must
+        not be recorded by this worker."""
+        by_token: dict[str, list[tuple[str, str]]] = {}
+        for c in claims:
+            by_token.setdefault(c.token, []).append((c.consumer_group, c.msg_id))
+        if not by_token:
+            return set()
+        t = ledger.c
+        held: set[tuple[str, str]] = set()
+        with self.engine.begin() as conn:
+            now = self._now(conn)
+            for token, keys in by_token.items():
+                stmt = (
+                    update(ledger)
+                    .where(
+                        tuple_(t.consumer_group, t.msg_id).in_(keys),
+                        t.state == State.CLAIMED.value,
+                        t.claim_token == token,
+                    )
+                    .values(lease_expires_at=now + dt.timedelta(seconds=self.lease_seconds))
+                    .returning(t.consumer_group, t.msg_id)
+                )
+                held |= {(g, m) for g, m in conn.execute(stmt)}
+        return {k for keys in by_token.values() for k in keys} - held
 
     def release(self, claim: Claim) -> bool:
         """Give a claim back unused (no handler ran): the attempt is not counted."""
@@ -447,7 +534,7 @@ class Ledger:
         """Record DONE. False if the claim was lost (its lease expired and another worker took it)."""
         extra = {"handler": handler} if handler else {}
         return self._finish(
-            claim, state=State.DONE.value, completed_at=self.clock(), last_error=None, result=_truncate(result), **extra
+            claim, state=State.DONE.value, completed_at=self.now(), last_error=None, result=_message(result), **extra
         )
 
     def fail(self, claim: Claim, error: str, *, permanent: bool, handler: str | None = None) -> State | None:
@@ -457,10 +544,10 @@ class Ledger:
         if exhausted and not permanent:
             error = f"gave up after {claim.attempt} attempts: {error}"
         extra = {"handler": handler} if handler else {}
-        return state if self._finish(claim, state=state.value, last_error=_truncate(error), **extra) else None
+        return state if self._finish(claim, state=state.value, last_error=_message(error), **extra) else None
 
     def skip(self, claim: Claim, reason: str) -> bool:
-        return self._finish(claim, state=State.SKIPPED.value, last_error=_truncate(reason))
+        return self._finish(claim, state=State.SKIPPED.value, last_error=_message(reason))
 
     # --- reading ------------------------------------------------------------------------------
 
@@ -520,12 +607,15 @@ class Ledger:
                         out[(row.consumer_group, row.msg_id)] = row
         return out
 
-    def is_claimable(self, row: LedgerRow) -> bool:
+    def is_claimable(self, row: LedgerRow, now: dt.datetime | None = None) -> bool:
+        """``now``: the ledger's time (``now()``), read once by a caller checking many rows."""
         if row.attempts >= self.max_attempts:
             return False
         if row.state in (State.PENDING, State.FAILED):
             return True
-        return row.state == State.CLAIMED and (row.lease_expires_at is None or row.lease_expires_at < self.clock())
+        if row.state != State.CLAIMED:
+            return False
+        return row.lease_expires_at is None or row.lease_expires_at < (self.now() if now is None else now)
 
     def counts(self, *, date_from: str | None = None, date_to: str | None = None) -> dict[str, int]:
         t = ledger.c
@@ -559,7 +649,7 @@ class Ledger:
                     redrives=t.redrives + 1,
                     claim_token=None,
                     lease_expires_at=None,
-                    last_error=_truncate(error),
+                    last_error=_message(error),
                 )
             )
             with self.engine.begin() as conn:
@@ -576,6 +666,7 @@ __all__ = [
     "Registration",
     "create_ledger_engine",
     "current_revision",
+    "database_now",
     "head_revision",
     "resolve_ledger_url",
     "upgrade",

@@ -15,6 +15,8 @@ import logging
 import math
 import os
 import socket
+import threading
+import time
 import zlib
 from collections import Counter
 from collections.abc import Iterable, Sequence
@@ -22,9 +24,10 @@ from typing import Any, TypedDict
 
 from rocketmq_retry.compensation.deadletters import check_date, held_for_review, read_dead_letters
 from rocketmq_retry.compensation.handlers import Handler, build_handler
-from rocketmq_retry.compensation.ledger import Ledger, LedgerRow, Registration, resolve_ledger_url
+from rocketmq_retry.compensation.ledger import Claim, Ledger, LedgerRow, Registration, resolve_ledger_url
 from rocketmq_retry.compensation.model import DeadLetter, PermanentFailure, State
 from rocketmq_retry.compensation.ratelimit import RateLimiter
+from rocketmq_retry.compensation.redact import redact
 from rocketmq_retry.compensation.routing import extract_business_key, handler_for
 from rocketmq_retry.config import Config, load_config
 from rocketmq_retry.dates import optional_date
@@ -148,7 +151,8 @@ def plan_batches(
     with open_ledger(cfg, warehouse) as ledger:
         new = ledger.register(reg for _, reg in prepared)
         rows = ledger.states((r.consumer_group, r.msg_id) for _, r in prepared)
-        outstanding = sum(1 for row in rows.values() if ledger.is_claimable(row))
+        now = ledger.now()
+        outstanding = sum(1 for row in rows.values() if ledger.is_claimable(row, now))
     shards = max(1, min(max_batches, math.ceil(outstanding / batch_size)))
     log.info(
         "compensation plan %s: %d dead letters, %d new in the ledger, %d outstanding -> %d batch(es)",
@@ -277,13 +281,15 @@ def compensate_batch(
         prepared = prepare(cfg, letters)
         ledger.register(reg for _, reg in prepared)
         snapshot = ledger.states((r.consumer_group, r.msg_id) for _, r in prepared)
+        now = ledger.now()
         todo: list[tuple[DeadLetter, Registration]] = []
         for letter, reg in prepared:
             row = snapshot.get((reg.consumer_group, reg.msg_id))
-            if row is not None and not ledger.is_claimable(row):
+            if row is not None and not ledger.is_claimable(row, now):
                 counts[_settled(row)] += 1
             else:
                 todo.append((letter, reg))
+        heartbeat = Heartbeat(ledger)
         try:
             by_handler: dict[str | None, list[tuple[DeadLetter, Registration]]] = {}
             for item in todo:
@@ -309,26 +315,33 @@ def compensate_batch(
                     for row in others.values():
                         counts[_settled(row)] += 1
                     counts["held_elsewhere"] += len(chunk) - len(claims) - len(others)
+                    # From here until each outcome is recorded, the heartbeat keeps every claim of the chunk
+                    # alive: the rows waiting their turn as well as the one whose handler is running.
+                    heartbeat.hold(claims.values())
                     for letter, reg in chunk:
                         claim = claims.get((reg.consumer_group, reg.msg_id))
                         if claim is None:
                             continue
                         if handler is None:  # no route (or the row named an unknown handler)
+                            heartbeat.drop(claim)
                             skipped = ledger.skip(claim, reg.skip_reason or "no route")
                             counts["skipped" if skipped else "lost_lease"] += 1
                             continue
-                        if claim.lease_expires_at - dt.datetime.now(dt.UTC) < _needed(cfg, handler.name, ledger):
-                            # The chunk's earlier calls ate the lease: hand it back and claim it afresh later
-                            # rather than start a call that could outlive the claim. A fresh claim has the whole
-                            # lease, which is at least twice what is needed, so this always makes progress.
+                        if heartbeat.remaining(claim) < _needed(cfg, handler.name, ledger):
+                            # The heartbeat could not renew this claim while the chunk's earlier calls ran (the
+                            # database was unreachable?): hand it back and claim it afresh later rather than
+                            # start a call that could outlive the claim. A fresh claim has the whole lease,
+                            # at least twice what is needed, so this always makes progress.
+                            heartbeat.drop(claim)
                             ledger.release(claim)
                             items.append((letter, reg))
                             continue
                         counts["executed"] += 1
-                        outcome = _execute(ledger, claim, handler, letter)
+                        outcome = _execute(ledger, claim, handler, letter, heartbeat, notes)
                         counts[outcome] += 1
                         per_handler.setdefault(handler.name, Counter())[outcome] += 1
         finally:
+            heartbeat.stop()
             for h in handlers.values():
                 h.close()
     summary: dict[str, Any] = {k: counts.get(k, 0) for k in SUMMARY_COUNTS}
@@ -363,8 +376,8 @@ def _handler(
         try:
             handlers[name] = build_handler(name, cfg.compensation.handlers[name])
         except UserError as exc:
-            broken[name] = str(exc)
-            log.error("handler %s cannot run: %s", name, exc)
+            broken[name] = redact(str(exc)) or ""
+            log.error("handler %s cannot run: %s", name, broken[name])
             return None
         rate = handlers[name].rate_per_second
         if rate:
@@ -373,11 +386,83 @@ def _handler(
     return handlers[name]
 
 
-def _needed(cfg: Config, name: str, ledger: Ledger) -> dt.timedelta:
-    """Lease a handler call needs left before it starts: its worst case, capped at half the lease."""
+def _needed(cfg: Config, name: str, ledger: Ledger) -> float:
+    """Seconds of lease a handler call needs left before it starts: its worst case, capped at half the lease
+    (the heartbeat renews the lease while the call runs; this only matters when the heartbeat cannot)."""
     hc = cfg.compensation.handlers[name]
-    worst = hc.timeout_seconds * hc.max_tries + hc.backoff_max_seconds * (hc.max_tries - 1)
-    return dt.timedelta(seconds=min(ledger.lease_seconds / 2, worst if hc.type == "http" else hc.timeout_seconds))
+    pause = max(hc.backoff_max_seconds, hc.retry_after_max_seconds)
+    worst = hc.timeout_seconds * hc.max_tries + pause * (hc.max_tries - 1)
+    return min(ledger.lease_seconds / 2, worst if hc.type == "http" else hc.timeout_seconds)
+
+
+class Heartbeat:
+    """Extends the leases of the claims a batch holds, every third of a lease, from a thread of its own, so a
+    handler call (or a chunk of them) may take longer than one lease without another worker taking the row.
+
+    A claim the heartbeat finds taken over (its lease expired while the worker was frozen or cut off from
+    the database, and another worker claimed it) is ``lost``: its outcome is not recorded by this worker.
+    Remaining lease is measured on this worker's monotonic clock from the last renewal the database granted,
+    never by comparing the database's timestamps with the local wall clock."""
+
+    def __init__(self, ledger: Ledger, interval: float | None = None) -> None:
+        self.ledger = ledger
+        self.interval = max(0.05, ledger.lease_seconds / 3 if interval is None else interval)
+        self.lost: set[tuple[str, str]] = set()
+        self._held: dict[tuple[str, str], Claim] = {}
+        self._renewed: dict[tuple[str, str], float] = {}
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def hold(self, claims: Iterable[Claim]) -> None:
+        with self._lock:
+            for c in claims:
+                key = (c.consumer_group, c.msg_id)
+                self._held[key] = c
+                self._renewed[key] = c.won_at
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._run, name="compensation-heartbeat", daemon=True)
+            self._thread.start()
+
+    def drop(self, claim: Claim) -> None:
+        """Stop renewing ``claim``; called before its outcome is recorded (the lock waits out a renewal in
+        flight, so a finished claim is never mistaken for a lost one)."""
+        with self._lock:
+            self._held.pop((claim.consumer_group, claim.msg_id), None)
+
+    def remaining(self, claim: Claim) -> float:
+        key = (claim.consumer_group, claim.msg_id)
+        with self._lock:
+            renewed = self._renewed.get(key, claim.won_at)
+        return self.ledger.lease_seconds - (time.monotonic() - renewed)
+
+    def beat(self) -> None:
+        with self._lock:
+            claims = list(self._held.values())
+            if not claims:
+                return
+            asked = time.monotonic()  # before the UPDATE: the database's new lease ends no earlier than this + lease
+            try:
+                gone = self.ledger.extend(claims)
+            except Exception as exc:  # the database is unreachable: keep trying while the lease lasts
+                log.warning("lease heartbeat failed (%s); retrying in %.1fs", redact(str(exc)), self.interval)
+                return
+            for key in {(c.consumer_group, c.msg_id) for c in claims} - gone:
+                self._renewed[key] = asked
+            for key in gone:
+                self._held.pop(key, None)
+                if key not in self.lost:
+                    self.lost.add(key)
+                    log.warning("claim on %s/%s was taken over by another worker while this one held it", *key)
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval):
+            self.beat()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=30)
 
 
 def _settled(row: LedgerRow) -> str:
@@ -388,17 +473,35 @@ def _settled(row: LedgerRow) -> str:
     }.get(row.state, "held_elsewhere")
 
 
-def _execute(ledger: Ledger, claim: Any, handler: Handler, letter: DeadLetter) -> str:
+def _execute(
+    ledger: Ledger, claim: Claim, handler: Handler, letter: DeadLetter, heartbeat: Heartbeat, notes: list[str]
+) -> str:
+    key = (claim.consumer_group, claim.msg_id)
+    where = f"{letter.consumer_group}/{letter.msg_id}"
     try:
         result = handler(letter)
     except PermanentFailure as exc:
-        state = ledger.fail(claim, str(exc), permanent=True, handler=handler.name)
+        heartbeat.drop(claim)
+        outcome = f"permanent failure: {handler.redact(str(exc))}"
+        state = ledger.fail(claim, handler.redact(str(exc)) or "", permanent=True, handler=handler.name)
     except Exception as exc:  # a handler's transient failure must not stop the batch
-        log.warning("handler %s failed on %s/%s: %s", handler.name, letter.consumer_group, letter.msg_id, exc)
-        state = ledger.fail(claim, f"{type(exc).__name__}: {exc}", permanent=False, handler=handler.name)
+        heartbeat.drop(claim)
+        message = handler.redact(f"{type(exc).__name__}: {exc}") or ""
+        outcome = message
+        log.warning("handler %s failed on %s: %s", handler.name, where, message)
+        state = ledger.fail(claim, message, permanent=False, handler=handler.name)
     else:
-        return "done" if ledger.complete(claim, result, handler=handler.name) else "lost_lease"
+        heartbeat.drop(claim)
+        result = handler.redact(result)
+        outcome = f"result {result!r}"
+        # The fence: complete() records DONE only while this claim's token is still the row's. A claim taken
+        # over (frozen worker, heartbeat cut off) is refused here, counted and noted, never overwritten.
+        if ledger.complete(claim, result, handler=handler.name):
+            return "done"
+        state = None
     if state is None:
+        why = "taken over by another worker" if key in heartbeat.lost else "no longer held by this worker"
+        notes.append(f"{where}: claim {why} while {handler.name} ran; its outcome ({outcome}) was not recorded")
         return "lost_lease"
     return "gave_up" if state == State.GAVE_UP else "failed"
 
