@@ -179,8 +179,8 @@ def _locked(state: _State, wait: float | None, why: str) -> Iterator[None]:
             except BlockingIOError:
                 if deadline is not None and time.monotonic() >= deadline:
                     raise CommitError(
-                        f"{state.job} dt={state.ds}: another process holds {state.lock} and is committing; "
-                        f"{why} gave up after {wait:.0f} s (try again once it has finished)"
+                        f"{state.job} dt={state.ds}: another process holds {state.lock} (a writer of this date); "
+                        f"{why} gave up after {wait:g} s (try again once it has finished)"
                     ) from None
                 if not told:
                     print(f"partitions: waiting for {state.lock} ({why})", file=sys.stderr, flush=True)
