@@ -127,8 +127,7 @@ def run(n: int, root: pathlib.Path) -> dict[str, float]:
     t1 = time.monotonic()
     events = rc.read_events(spark, str(wh), DAY, 0)
     out = rc.reconstruct(spark, events, CONFIG, DAY)
-    for table in rc.TABLES:
-        rc.write_partition(getattr(out, table), str(wh), table, DAY)
+    rc.write_tables({t: getattr(out, t) for t in rc.TABLES}, str(wh), DAY)
     wall = time.monotonic() - t1
     lifecycles = spark.read.parquet(str(wh / "lifecycles" / f"dt={DAY}")).count()
     result = {

@@ -65,10 +65,11 @@ def build_report(
     Sorted keys, no timestamps, and compensation as ledger totals (done now + done before) rather than what this
     run executed: the same partition always gives the same report, however often it is re-run.
     """
-    wh = pathlib.Path(warehouse)
-    lifecycles = _read_columns(wh / "lifecycles" / f"dt={ds}", ["final_state", "anomalies"])
-    dead = _read_columns(wh / "dead_letters" / f"dt={ds}", ["consumer_group", "compensable", "attribution"])
-    unplaced = _read_columns(wh / "unattributed" / f"dt={ds}", ["source_file", "reason", "fix", "lines"])
+    from rocketmq_retry.jobs.partitions import committed
+
+    lifecycles = _read_columns(committed(warehouse, "lifecycles", ds), ["final_state", "anomalies"])
+    dead = _read_columns(committed(warehouse, "dead_letters", ds), ["consumer_group", "compensable", "attribution"])
+    unplaced = _read_columns(committed(warehouse, "unattributed", ds), ["source_file", "reason", "fix", "lines"])
     by_fix: Counter[tuple[str, str, str]] = Counter()
     for row in unplaced:
         key = (row.get("source_file") or "?", row.get("reason") or "?", row.get("fix") or "?")

@@ -21,7 +21,6 @@ would settle it, and never reaches a lifecycle. docs/reconstruction.md, "Attribu
 from __future__ import annotations
 
 import datetime as dt
-import pathlib
 import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -31,6 +30,7 @@ from pyspark.sql import functions as F
 
 from rocketmq_retry.engine.model import Protocol
 from rocketmq_retry.jobs.ingest_parse import ANY_TOPIC
+from rocketmq_retry.jobs.partitions import committed
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -87,12 +87,11 @@ class GrpcGroups:
 def read_bindings(spark: SparkSession, warehouse: str, day: str, lookback_days: int) -> DataFrame | None:
     """``instance, kind, consumer_group, topic`` from ``bindings/dt=`` D and the ``lookback_days`` before it:
     an application that started days ago still maps today's lines (its start-up lines are in an earlier day)."""
-    base = pathlib.Path(warehouse) / "bindings"
     target = dt.date.fromisoformat(day)
     paths = [
         str(p)
         for k in range(lookback_days, -1, -1)
-        if (p := base / f"dt={(target - dt.timedelta(days=k)).isoformat()}").is_dir()
+        if (p := committed(warehouse, "bindings", (target - dt.timedelta(days=k)).isoformat())).is_dir()
     ]
     if not paths:
         return None

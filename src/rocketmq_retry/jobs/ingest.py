@@ -20,7 +20,7 @@ from rocketmq_retry.dates import date_arg
 from rocketmq_retry.errors import UserError
 from rocketmq_retry.jobs import ingest_parse as parse
 from rocketmq_retry.jobs.ingest_read import SourceFile, instance_table, read_lines, resolve_files
-from rocketmq_retry.jobs.partitions import write_partition
+from rocketmq_retry.jobs.partitions import committed, write_partitions
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -114,18 +114,21 @@ def _run(
     try:
         classified = parse.classify_families(lines, ds, zone, tuple(sorted({f.timezone for f in files})), keep)
         instances = instance_table(spark, files)
-        step("writing events")
-        write_partition(parse.events_of(classified, instances), warehouse, "events", ds)
-        step("writing quarantine")
-        write_partition(parse.quarantine_of(classified), warehouse, "quarantine", ds)
         groups = keep(parse.line_groups(classified), "counting lines per file")
-        step("writing the ingest report")
-        write_partition(parse.report_of(groups).coalesce(1), warehouse, "ingest_report", ds)
-        step("writing bindings")
-        write_partition(parse.bindings_of(groups, instances).coalesce(1), warehouse, "bindings", ds)
+        # the four tables are committed together: a crash leaves all of them from the previous run or all new
+        tables = {
+            "events": parse.events_of(classified, instances),
+            "quarantine": parse.quarantine_of(classified),
+            "ingest_report": parse.report_of(groups).coalesce(1),
+            "bindings": parse.bindings_of(groups, instances).coalesce(1),
+        }
+        write_partitions(warehouse, ds, tables, job="ingest", log=step)
         # a few rows: sorted here rather than by a Spark sort (two more jobs)
         report = sorted(
-            (r.asDict(recursive=True) for r in spark.read.parquet(f"{warehouse}/ingest_report/dt={ds}").collect()),
+            (
+                r.asDict(recursive=True)
+                for r in spark.read.parquet(str(committed(warehouse, "ingest_report", ds))).collect()
+            ),
             key=lambda r: (r["source"], r["source_file"]),
         )
         step("done")

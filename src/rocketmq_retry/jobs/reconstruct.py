@@ -23,10 +23,8 @@ import datetime as dt
 import os
 import pathlib
 import re
-import shutil
 import sys
 import time
-import uuid
 from dataclasses import dataclass, field
 from zoneinfo import ZoneInfo
 
@@ -40,6 +38,7 @@ from rocketmq_retry.errors import InputError, UserError
 from rocketmq_retry.jobs import lifecycle_schedule as sched
 from rocketmq_retry.jobs.attribution import REASONS, GrpcGroups, read_bindings, unattributed_of
 from rocketmq_retry.jobs.ingest_parse import ANY_TOPIC, LOG_FORMATS
+from rocketmq_retry.jobs.partitions import committed, write_partitions
 from rocketmq_retry.jobs.reconciliation import CAUSES, reconciliation
 from rocketmq_retry.jobs.reconstruct_events import CONSUMER_KINDS, SCHEDULE_TOPIC, observations
 
@@ -1044,13 +1043,13 @@ def read_events(spark: SparkSession, warehouse: str, day: str, lookback_ms: int,
     d0, _ = _day_bounds(day, zone)
     start = dt.datetime.fromtimestamp((d0 - lookback_ms) / 1000, tz=ZoneInfo(zone)).date()
     target = dt.date.fromisoformat(day)
-    if not (base / f"dt={day}").is_dir():
+    if not committed(warehouse, "events", day).is_dir():
         raise InputError(f"no events for {day}: {base / f'dt={day}'} does not exist (run ingest first)")
     frames: list[DataFrame] = []
     cur = start
     while cur <= target:
         ds = cur.isoformat()
-        path = base / f"dt={ds}"
+        path = committed(warehouse, "events", ds)
         if path.is_dir():
             df = spark.read.parquet(str(path)).withColumn("dt", F.lit(ds))
             if ds != day:
@@ -1072,26 +1071,23 @@ SORT_KEYS = {
 }
 
 
-def write_partition(df: DataFrame, warehouse: str, table: str, day: str, files: int = 1) -> None:
-    """Write to a temp sibling, then swap it in; a re-run replaces the partition with identical rows."""
-    final = pathlib.Path(warehouse) / table / f"dt={day}"
-    final.parent.mkdir(parents=True, exist_ok=True)
-    token = uuid.uuid4().hex[:8]
-    tmp = final.parent / f".dt={day}.tmp-{token}"
-    old = final.parent / f".dt={day}.old-{token}"
-    df.repartition(files).sortWithinPartitions(*SORT_KEYS[table]).write.mode("overwrite").parquet(str(tmp))
-    if final.exists():
-        os.replace(final, old)
-    os.replace(tmp, final)
-    shutil.rmtree(old, ignore_errors=True)
+def write_tables(tables: dict[str, DataFrame], warehouse: str, day: str, files: int = 1) -> str:
+    """Write the tables as ``files`` sorted Parquet files each and commit them together (jobs/partitions.py):
+    a crash leaves every table of D from the previous run or every one from this run; returns the run id."""
+    return write_partitions(
+        warehouse,
+        day,
+        {t: df.repartition(files).sortWithinPartitions(*SORT_KEYS[t]) for t, df in tables.items()},
+        job="reconstruct",
+        log=lambda what: print(f"  {what} …", flush=True),
+    )
 
 
 def summarize(spark: SparkSession, warehouse: str, day: str) -> dict[str, object]:
-    base = pathlib.Path(warehouse)
-    life = spark.read.parquet(str(base / "lifecycles" / f"dt={day}"))
-    dead = spark.read.parquet(str(base / "dead_letters" / f"dt={day}"))
-    trans = spark.read.parquet(str(base / "transitions" / f"dt={day}"))
-    recon = spark.read.parquet(str(base / "reconciliation" / f"dt={day}"))
+    life = spark.read.parquet(str(committed(warehouse, "lifecycles", day)))
+    dead = spark.read.parquet(str(committed(warehouse, "dead_letters", day)))
+    trans = spark.read.parquet(str(committed(warehouse, "transitions", day)))
+    recon = spark.read.parquet(str(committed(warehouse, "reconciliation", day)))
 
     def counts(df: DataFrame, col: str) -> dict[str, int]:
         return {r[0]: int(r[1]) for r in df.groupBy(col).count().orderBy(col).collect()}
@@ -1168,7 +1164,7 @@ def _run(args: argparse.Namespace) -> int:
         clock_skew_ms=parse_duration_ms(args.clock_skew),
     )
     t0 = time.monotonic()
-    if not (pathlib.Path(args.warehouse) / "events" / f"dt={args.date}").is_dir():
+    if not committed(args.warehouse, "events", args.date).is_dir():
         raise InputError(f"no events for {args.date} under {args.warehouse}/events (run ingest first)")
     policies = {g: config.group_policy(g) for g in {*config.groups, "__default__"}}
     configured = sched.default_lookback_ms(sched.summarize(p) for p in policies.values())
@@ -1189,9 +1185,7 @@ def _run(args: argparse.Namespace) -> int:
     bindings = read_bindings(spark, args.warehouse, args.date, config.attribution.lookback_days)
     out = reconstruct(spark, events, config, args.date, thresholds=th, bindings=bindings)
     try:
-        for table in TABLES:
-            print(f"  writing {table} …", flush=True)
-            write_partition(getattr(out, table), args.warehouse, table, args.date)
+        write_tables({t: getattr(out, t) for t in TABLES}, args.warehouse, args.date)
         unplaced = evidence_report(out.observations)
     finally:
         out.release()
@@ -1220,7 +1214,7 @@ def unattributed_lines(spark: SparkSession, warehouse: str, day: str) -> list[st
     """The run summary's account of the lines no evidence gave a group: per source file and reason, with the
     config key that would settle them (docs/reconstruction.md, "Attribution")."""
     rows = (
-        spark.read.parquet(str(pathlib.Path(warehouse) / "unattributed" / f"dt={day}"))
+        spark.read.parquet(str(committed(warehouse, "unattributed", day)))
         .groupBy("source_file", "reason", "fix")
         .agg(
             F.sum("lines").alias("lines"),

@@ -87,7 +87,10 @@ class ValidationSummary:
 
 
 def partition_path(warehouse: str | os.PathLike[str], table: str, ds: str) -> pathlib.Path:
-    return pathlib.Path(warehouse) / table / f"dt={ds}"
+    """The partition once its job's commit is complete (never a half-swapped set: jobs/partitions.py)."""
+    from rocketmq_retry.jobs.partitions import committed
+
+    return committed(warehouse, table, ds)
 
 
 def _read_partition(spark: SparkSession, warehouse: str, table: str, ds: str) -> Any:
