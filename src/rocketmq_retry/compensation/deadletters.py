@@ -11,6 +11,7 @@ from typing import Any
 from rocketmq_retry.compensation.model import DeadLetter
 from rocketmq_retry.dates import partition_date
 from rocketmq_retry.errors import InputError
+from rocketmq_retry.jobs.partitions import committed
 
 REQUIRED = ("consumer_group", "msg_id")
 
@@ -20,7 +21,9 @@ def check_date(value: str) -> str:
 
 
 def partition_path(warehouse: str | os.PathLike[str], date: str) -> pathlib.Path:
-    return pathlib.Path(warehouse) / "dead_letters" / f"dt={check_date(date)}"
+    """The committed ``dead_letters`` partition: never one half-swapped by a reconstruct run that died mid-commit
+    (it is rolled forward or refused first, jobs/partitions.py)."""
+    return committed(warehouse, "dead_letters", check_date(date))
 
 
 def _text(value: Any) -> str | None:
