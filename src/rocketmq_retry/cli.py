@@ -7,8 +7,6 @@ a subcommand that is not built yet says so and exits non-zero, it never pretends
 from __future__ import annotations
 
 import argparse
-import importlib
-import importlib.util
 import json
 import os
 import sys
@@ -24,38 +22,14 @@ if TYPE_CHECKING:  # the engine is imported when a command needs it, not to prin
 
 PROG = "rocketmq-retry"
 
-# name -> (module:function taking argv, one-line summary, the issue that builds it)
-DELEGATED: dict[str, tuple[str, str, str]] = {
-    "simulate": (
-        "rocketmq_retry.simulate.cli:main",
-        "write a simulated day of RocketMQ logs plus ground truth",
-        "issue #3 (simulator)",
-    ),
-    "ingest": (
-        "rocketmq_retry.jobs.ingest:main",
-        "parse a date's logs into events/ and quarantine/ (Spark)",
-        "issue #4 (ingest job)",
-    ),
-    "reconstruct": (
-        "rocketmq_retry.jobs.reconstruct:main",
-        "rebuild transitions, lifecycles, dead letters, reconciliation (Spark)",
-        "issue #5 (reconstruction job)",
-    ),
-    "validate": (
-        "rocketmq_retry.validation.run:main",
-        "run the Great Expectations checkpoint, publish Data Docs",
-        "issue #6 (Airflow + validation)",
-    ),
-    "compensate": (
-        "rocketmq_retry.compensation.run:main",
-        "claim and execute the date's dead letters",
-        "issue #7 (compensation)",
-    ),
-    "compensation": (
-        "rocketmq_retry.compensation.cli:main",
-        "list|show|retry the compensation ledger",
-        "issue #7 (compensation)",
-    ),
+# name -> one-line summary; ``_main_of`` imports the command's module only when the command runs.
+COMMANDS: dict[str, str] = {
+    "simulate": "write a simulated day of RocketMQ logs plus ground truth",
+    "ingest": "parse a date's logs into events/ and quarantine/ (Spark)",
+    "reconstruct": "rebuild transitions, lifecycles, dead letters, reconciliation (Spark)",
+    "validate": "run the Great Expectations checkpoints, publish Data Docs",
+    "compensate": "claim and execute the date's dead letters",
+    "compensation": "list|show|retry|review|migrate the compensation ledger",
 }
 # `run` chains these, stopping at the first failure.
 RUN_STEPS = ("ingest", "reconstruct", "validate")
@@ -64,27 +38,38 @@ RUN_STEPS = ("ingest", "reconstruct", "validate")
 def _usage() -> str:
     lines = [f"usage: {PROG} <command> [options]   ({PROG} <command> --help for a command's options)", "", "commands:"]
     lines.append(f"  {'schedule':<13} the engine's expected path of a message that keeps failing")
-    for name, (target, summary, issue) in DELEGATED.items():
-        built = "" if _is_built(target) else f"  [not built yet: {issue}]"
-        lines.append(f"  {name:<13} {summary}{built}")
+    lines += [f"  {name:<13} {summary}" for name, summary in COMMANDS.items()]
     lines.append(f"  {'run':<13} {' + '.join(RUN_STEPS)} for one date")
     return "\n".join(lines)
 
 
-def _is_built(target: str) -> bool:
-    return importlib.util.find_spec(target.split(":")[0]) is not None
+def _main_of(command: str) -> Callable[[list[str]], int]:
+    """Plain imports, deferred: ``--help`` and ``schedule`` never load Spark, Great Expectations or SQLAlchemy."""
+    if command == "simulate":
+        from rocketmq_retry.simulate.cli import main as simulate
 
+        return simulate
+    if command == "ingest":
+        from rocketmq_retry.jobs.ingest import main as ingest
 
-class NotBuilt(UserError):
-    exit_code = 3
+        return ingest
+    if command == "reconstruct":
+        from rocketmq_retry.jobs.reconstruct import main as reconstruct
 
+        return reconstruct
+    if command == "validate":
+        from rocketmq_retry.validation.run import main as validate
 
-def _load(command: str) -> Callable[[list[str]], int]:
-    target, summary, issue = DELEGATED[command]
-    if not _is_built(target):
-        raise NotBuilt(f"'{command}' ({summary}) is not built yet; it arrives with {issue}")
-    module_name, func = target.split(":")
-    return getattr(importlib.import_module(module_name), func)
+        return validate
+    if command == "compensate":
+        from rocketmq_retry.compensation.run import main as compensate
+
+        return compensate
+    if command == "compensation":
+        from rocketmq_retry.compensation.cli import main as compensation
+
+        return compensation
+    raise KeyError(command)
 
 
 def run_main(argv: Sequence[str]) -> int:
@@ -96,7 +81,7 @@ def run_main(argv: Sequence[str]) -> int:
     ns = parser.parse_args(list(argv))
     common = ["--date", ns.date, "--warehouse", ns.warehouse] + (["--config", ns.config] if ns.config else [])
     for step in RUN_STEPS:
-        step_main = _load(step)
+        step_main = _main_of(step)
         print(f"== {PROG} {step} --date {ns.date}", flush=True)
         code = int(step_main(common + (["--landing", ns.landing] if step == "ingest" else [])) or 0)
         if code != 0:
@@ -119,8 +104,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return schedule_main(rest)
         if command == "run":
             return run_main(rest)
-        if command in DELEGATED:
-            return int(_load(command)(rest) or 0)
+        if command in COMMANDS:
+            return int(_main_of(command)(rest) or 0)
         print(f"{PROG}: unknown command {command!r}\n\n{_usage()}", file=sys.stderr)
         return 2
     except UserError as exc:
