@@ -33,7 +33,7 @@ def _missing_job() -> str | None:
             return f"module {module} is missing"
     from rocketmq_retry.airflow.settings import load_airflow_settings
 
-    apps = load_airflow_settings().spark_apps  # <repo>/spark unless the deployment names another folder
+    apps = load_airflow_settings().spark_apps  # the package's spark_apps/ unless the deployment names another folder
     for entry in ("ingest.py", "reconstruct.py"):
         if not (apps / entry).is_file():
             return f"spark-submit entry {apps / entry} is missing"

@@ -83,7 +83,8 @@ def test_spark_tasks_and_sensor(dag: Any) -> None:
         task = dag.get_task(job)
         assert isinstance(task, SparkSubmitOperator)
         assert task._conn_id == "spark_default"
-        assert task.application == str(ROOT / "spark" / f"{job}.py")
+        assert task.application == str(ROOT / "src" / "rocketmq_retry" / "spark_apps" / f"{job}.py")
+        assert pathlib.Path(task.application).is_file()
     sensor = dag.get_task("wait_for_landing")
     assert sensor.deferrable and sensor.timeout == 6 * 3600
     assert [link.name for link in dag.get_task("validate").operator_extra_links] == ["Data Docs"]

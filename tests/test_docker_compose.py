@@ -71,7 +71,7 @@ def test_depends_on_and_volumes_are_declared(compose: dict[str, Any]) -> None:
 def test_environment_matches_the_code(compose: dict[str, Any]) -> None:
     from airflow.configuration import conf
 
-    from rocketmq_retry.airflow.settings import ENV_OVERRIDES
+    from rocketmq_retry.config_sections import ENV_OVERRIDES
 
     env = compose["services"]["airflow-scheduler"]["environment"]
     for name in AIRFLOW_SERVICES:

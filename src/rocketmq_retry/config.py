@@ -9,11 +9,11 @@ from __future__ import annotations
 import os
 import pathlib
 from typing import Annotated, Any, Literal, get_args
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 
+from rocketmq_retry.config_sections import ENV_OVERRIDES, AirflowSettings, ValidationSettings, check_zone
 from rocketmq_retry.engine.consume_pop import (
     DEFAULT_POP_INVISIBLE_TIME_MS,
     MAX_POP_INVISIBLE_TIME_MS,
@@ -47,14 +47,6 @@ FormatName = Literal[
     "message-dump",
 ]
 FORMAT_NAMES: tuple[str, ...] = get_args(FormatName)
-
-
-def _check_zone(value: str) -> str:
-    try:
-        ZoneInfo(value)
-    except (ZoneInfoNotFoundError, ValueError):
-        raise ValueError(f"unknown time zone {value!r} (use an IANA name such as 'Asia/Shanghai' or 'UTC')") from None
-    return value
 
 
 class _Strict(BaseModel):
@@ -209,7 +201,7 @@ class SourceConfig(_Strict):
         "(host): the files of one instance share what their start-up and client-log lines say about groups.",
     )
 
-    _zone = field_validator("timezone")(lambda cls, v: None if v is None else _check_zone(v))
+    _zone = field_validator("timezone")(lambda cls, v: None if v is None else check_zone(v))
 
     def glob_for(self, ds: str) -> str:
         return self.path.replace("{ds}", ds)
@@ -313,12 +305,10 @@ class Config(_Strict):
     attribution: AttributionConfig = AttributionConfig()
     compensation: CompensationConfig = CompensationConfig()
     spark: SparkConfig = SparkConfig()
-    # Sections owned by the Airflow and validation layers; parse_config validates them with those layers' models
-    # (rocketmq_retry.airflow.settings.AirflowSettings, rocketmq_retry.validation.settings.ValidationSettings).
-    airflow: dict[str, Any] = Field(default_factory=dict)
-    validation: dict[str, Any] = Field(default_factory=dict)
+    airflow: AirflowSettings = AirflowSettings()
+    validation: ValidationSettings = ValidationSettings()
 
-    _zone = field_validator("timezone")(lambda cls, v: _check_zone(v))
+    _zone = field_validator("timezone")(lambda cls, v: check_zone(v))
 
     @model_validator(mode="after")
     def _groups_name_brokers(self) -> Config:
@@ -412,33 +402,21 @@ def parse_config(data: Any, origin: str = "(inline)") -> Config:
     if not isinstance(data, dict):
         raise ConfigError(f"invalid config {origin}: the top level must be a mapping, got {type(data).__name__}")
     try:
-        config = Config.model_validate(data)
+        return Config.model_validate(_with_env_overrides(data))
     except ValidationError as exc:
         raise ConfigError(_describe(exc, origin)) from None
-    for section, model in _section_models():
-        try:
-            model.model_validate(getattr(config, section))
-        except ValidationError as exc:
-            raise ConfigError(_describe(exc, origin, (section,))) from None
-    return config
 
 
-def _section_models() -> list[tuple[str, type[BaseModel]]]:
-    # Imported late: those modules import this one, and only need pydantic and yaml themselves.
-    models: list[tuple[str, type[BaseModel]]] = []
-    try:
-        from rocketmq_retry.airflow.settings import AirflowSettings
-
-        models.append(("airflow", AirflowSettings))
-    except ImportError:
-        pass
-    try:
-        from rocketmq_retry.validation.settings import ValidationSettings
-
-        models.append(("validation", ValidationSettings))
-    except ImportError:
-        pass
-    return models
+def _with_env_overrides(data: dict[str, Any]) -> dict[str, Any]:
+    """A container deployment sets single ``airflow:`` keys by environment (docker-compose.yml); they win over
+    the file. Applied here, in the one place a config is parsed, so the DAGs, tasks and CLI agree."""
+    overrides = {key: os.environ[env] for env, key in ENV_OVERRIDES.items() if os.environ.get(env)}
+    if not overrides:
+        return data
+    section = data.get("airflow")
+    if section is not None and not isinstance(section, dict):
+        return data  # the model's own error names the key
+    return {**data, "airflow": {**(section or {}), **overrides}}
 
 
 def resolve_config_path(path: str | os.PathLike[str] | None) -> pathlib.Path | None:
@@ -452,7 +430,7 @@ def load_config(path: str | os.PathLike[str] | None = None) -> Config:
     """Load ``path``, else ``$ROCKETMQ_RETRY_CONFIG``, else the defaults."""
     resolved = resolve_config_path(path)
     if resolved is None:
-        return Config()
+        return parse_config({}, "(defaults)")  # the environment's airflow overrides apply without a file too
     try:
         text = resolved.read_text(encoding="utf-8")
     except FileNotFoundError:

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 from airflow.sdk import BaseHook
 
 if TYPE_CHECKING:
+    from rocketmq_retry.config import Config
     from rocketmq_retry.validation.run import ValidationSummary
 
 
@@ -25,7 +26,7 @@ class ValidationHook(BaseHook):
     def get_conn(self) -> None:
         return None
 
-    def validate(self, ds: str, warehouse: str, config_path: str | None) -> ValidationSummary:
+    def validate(self, ds: str, warehouse: str, config: Config | str | None) -> ValidationSummary:
         from rocketmq_retry.validation.run import run
 
-        return run(ds, warehouse, config_path)
+        return run(ds, warehouse, config)

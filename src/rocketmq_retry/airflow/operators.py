@@ -158,16 +158,17 @@ class ValidatePartitionOperator(BaseOperator):
         from airflow.sdk.exceptions import AirflowFailException
 
         from rocketmq_retry.airflow.hooks import ValidationHook
+        from rocketmq_retry.config import load_config
         from rocketmq_retry.errors import UserError
         from rocketmq_retry.validation.run import run_page_path
-        from rocketmq_retry.validation.settings import load_validation_settings
 
         paths = run_paths(context)
-        settings = load_validation_settings(paths["config"] or None)
         try:
-            summary = ValidationHook().validate(paths["ds"], paths["warehouse"], paths["config"] or None)
+            config = load_config(paths["config"] or None)  # read once; its validation: section is in it
+            summary = ValidationHook().validate(paths["ds"], paths["warehouse"], config)
         except UserError as exc:
             raise AirflowFailException(str(exc)) from None
+        settings = config.validation
         page = run_page_path(settings.docs_dir, paths["ds"])
         context["ti"].xcom_push(key=XCOM_DOCS_PATH, value=page.relative_to(settings.docs_dir).as_posix())
         self.log.info("%s", summary.render())

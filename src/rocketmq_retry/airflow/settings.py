@@ -4,7 +4,7 @@ The deployment's file is ``$ROCKETMQ_RETRY_CONFIG``; environment variables overr
 container deployment configures everything by environment (docker-compose.yml). Roots always come from the
 deployment, never from a run's params: a run may choose paths *inside* the roots, not move them.
 
-Only yaml + pydantic here: the DAG file reads these settings at parse time (schedule time zone, retries).
+No Airflow import here: the DAG file reads these settings at parse time (schedule time zone, retries).
 """
 
 from __future__ import annotations
@@ -13,116 +13,25 @@ import os
 import pathlib
 from dataclasses import dataclass
 from typing import Any
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from rocketmq_retry.config import load_config
+from rocketmq_retry.config_sections import AirflowSettings
+from rocketmq_retry.errors import UserError
 
-from rocketmq_retry.errors import ConfigError, UserError
-from rocketmq_retry.validation.settings import REPO_ROOT, describe_error, read_yaml_section
-
-# Environment variable -> key of the airflow: section. Values are parsed by pydantic like YAML scalars.
-ENV_OVERRIDES = {
-    "ROCKETMQ_RETRY_LANDING_ROOT": "landing_root",
-    "ROCKETMQ_RETRY_WAREHOUSE_ROOT": "warehouse_root",
-    "ROCKETMQ_RETRY_CONFIG_ROOT": "config_root",
-    "ROCKETMQ_RETRY_SCHEDULE_TIMEZONE": "schedule_timezone",
-    "ROCKETMQ_RETRY_SPARK_CONN_ID": "spark_conn_id",
-    "ROCKETMQ_RETRY_SPARK_APPS_DIR": "spark_apps_dir",
-    "ROCKETMQ_RETRY_MAX_ACTIVE_RUNS": "max_active_runs",
-}
-
-
-class AirflowSettings(BaseModel):
-    """``airflow:`` in the config file."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    landing_root: str | None = Field(
-        None,
-        description="Root every run's landing folder must lie under. Default $AIRFLOW_HOME/rocketmq-retry/landing.",
-    )
-    warehouse_root: str | None = Field(
-        None, description="Root every run's warehouse must lie under. Default $AIRFLOW_HOME/rocketmq-retry/warehouse."
-    )
-    config_root: str | None = Field(
-        None,
-        description="Root a run's config param must lie under. Default: the folder of $ROCKETMQ_RETRY_CONFIG, "
-        "else $AIRFLOW_HOME/rocketmq-retry/config.",
-    )
-    landing_subdir: str = Field("{ds}", description="A date's landing folder under the landing root; {ds} = date.")
-    ready_marker: str | None = Field(
-        None, description="File name that marks a complete landing folder (e.g. _SUCCESS); None = any file."
-    )
-    schedule_timezone: str = Field("UTC", description="Zone whose calendar days are the DAG's data intervals.")
-    sensor_timeout_minutes: int = Field(360, gt=0, description="How long to wait for landing data.")
-    sensor_poke_seconds: int = Field(120, gt=0)
-    deferrable: bool = Field(True, description="Wait in the triggerer instead of holding a worker slot.")
-    retries: int = Field(3, ge=0)
-    retry_delay_seconds: int = Field(60, gt=0)
-    retry_backoff: float = Field(2.0, ge=1.0, description="Multiplier between retries (exponential back-off).")
-    max_retry_delay_seconds: int = Field(3600, gt=0)
-    max_active_runs: int = Field(1, gt=0)
-    spark_conn_id: str = Field("spark_default", description="Connection naming the Spark master (host).")
-    spark_apps_dir: str | None = Field(
-        None, description="Folder of the spark-submit entry files; default <repo>/spark."
-    )
-    spark_conf: dict[str, str] = Field(default_factory=dict, description="Extra --conf for every spark-submit.")
-
-    @field_validator("schedule_timezone")
-    @classmethod
-    def _zone(cls, value: str) -> str:
-        try:
-            ZoneInfo(value)
-        except (ZoneInfoNotFoundError, ValueError):
-            raise ValueError(
-                f"unknown time zone {value!r} (use an IANA name such as 'UTC' or 'Asia/Shanghai')"
-            ) from None
-        return value
-
-    @field_validator("landing_subdir")
-    @classmethod
-    def _relative(cls, value: str) -> str:
-        if value.startswith("/") or ".." in pathlib.PurePosixPath(value).parts:
-            raise ValueError("must be a relative path without '..'")
-        return value
-
-    def _default_root(self, name: str) -> pathlib.Path:
-        home = os.environ.get("AIRFLOW_HOME") or str(pathlib.Path.home() / "airflow")
-        return pathlib.Path(home) / "rocketmq-retry" / name
-
-    @property
-    def landing(self) -> pathlib.Path:
-        return pathlib.Path(self.landing_root or self._default_root("landing")).resolve()
-
-    @property
-    def warehouse(self) -> pathlib.Path:
-        return pathlib.Path(self.warehouse_root or self._default_root("warehouse")).resolve()
-
-    @property
-    def configs(self) -> pathlib.Path:
-        if self.config_root:
-            return pathlib.Path(self.config_root).resolve()
-        deployment = os.environ.get("ROCKETMQ_RETRY_CONFIG")
-        if deployment:
-            return pathlib.Path(deployment).resolve().parent
-        return self._default_root("config").resolve()
-
-    @property
-    def spark_apps(self) -> pathlib.Path:
-        return pathlib.Path(self.spark_apps_dir or REPO_ROOT / "spark").resolve()
+__all__ = [
+    "AirflowSettings",
+    "PathOutsideRootError",
+    "RunPaths",
+    "inside",
+    "load_airflow_settings",
+    "resolve_run_paths",
+]
 
 
 def load_airflow_settings(path: str | os.PathLike[str] | None = None) -> AirflowSettings:
-    """The deployment's settings: the ``airflow:`` section of ``path`` (default $ROCKETMQ_RETRY_CONFIG) + env."""
-    data, origin = read_yaml_section(path, "airflow")
-    data = dict(data)
-    for env, key in ENV_OVERRIDES.items():
-        if os.environ.get(env):
-            data[key] = os.environ[env]
-    try:
-        return AirflowSettings.model_validate(data)
-    except ValidationError as exc:
-        raise ConfigError(describe_error(exc, "airflow", origin)) from None
+    """The deployment's settings: ``airflow:`` of ``path`` (default $ROCKETMQ_RETRY_CONFIG) with the environment's
+    overrides, parsed with the rest of the file by ``load_config`` (one reader, one error format)."""
+    return load_config(path).airflow
 
 
 class PathOutsideRootError(UserError):

@@ -2,7 +2,8 @@
 ``bindings``.
 
 Thin entrypoint around the pure transforms in ``ingest_parse`` (DESIGN §2, §4). Run it as
-``rocketmq-retry ingest --date D --landing L --warehouse W [--config F]`` or ``spark-submit spark/ingest.py …``.
+``rocketmq-retry ingest --date D --landing L --warehouse W [--config F]`` or
+``spark-submit src/rocketmq_retry/spark_apps/ingest.py …``.
 """
 
 from __future__ import annotations

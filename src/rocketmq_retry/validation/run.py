@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from rocketmq_retry.dates import partition_date
 from rocketmq_retry.errors import InputError, UserError
-from rocketmq_retry.validation.settings import ValidationSettings, load_validation_settings
+from rocketmq_retry.validation.settings import ValidationSettings
 from rocketmq_retry.validation.suites import TABLES
 
 if TYPE_CHECKING:
@@ -202,17 +202,18 @@ def _url_to_path(url: str) -> str:
     return urllib.parse.unquote(urllib.parse.urlparse(url).path) if url.startswith("file:") else url
 
 
-def run(ds: str, warehouse: str, config_path: str | None) -> ValidationSummary:
-    """Load config and settings, start (or reuse) a local Spark session, validate. The session is stopped only
-    if this call started it, so an Airflow worker or a test suite that already has one keeps it."""
+def run(ds: str, warehouse: str, config: Config | str | None) -> ValidationSummary:
+    """Load the config (once: its ``validation:`` section is part of it) unless given, start (or reuse) a local
+    Spark session, validate. The session is stopped only if this call started it, so an Airflow worker or a test
+    suite that already has one keeps it."""
     from pyspark.sql import SparkSession
 
-    from rocketmq_retry.config import load_config
+    from rocketmq_retry.config import Config, load_config
     from rocketmq_retry.jobs.spark_session import build_spark_session
 
     partition_date(ds, what="--date")
-    config = load_config(config_path)
-    settings = load_validation_settings(config_path)
+    config = config if isinstance(config, Config) else load_config(config)
+    settings = config.validation
     existing = SparkSession.getActiveSession()
     spark = existing or build_spark_session(
         "rocketmq-retry-validate",

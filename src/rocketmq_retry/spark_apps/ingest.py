@@ -1,4 +1,5 @@
-"""spark-submit entry for the ingest job: ``spark-submit spark/ingest.py --date D --landing L --warehouse W``."""
+"""spark-submit entry for the ingest job:
+``spark-submit src/rocketmq_retry/spark_apps/ingest.py --date D --landing L --warehouse W``."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""spark-submit entry for the reconstruction job: ``spark-submit spark/reconstruct.py --date D --warehouse WH``."""
+"""spark-submit entry for the reconstruction job:
+``spark-submit src/rocketmq_retry/spark_apps/reconstruct.py --date D --warehouse WH``."""
 
 from __future__ import annotations
 
