@@ -9,7 +9,7 @@ from airflow.sdk import DAG, task
 
 from rocketmq_retry.airflow import dag_parts as parts
 from rocketmq_retry.airflow.tasks import on_dag_failure, report, resolve_run
-from rocketmq_retry.compensation.airflow_tasks import compensate, compensation_summary, plan_compensation
+from rocketmq_retry.airflow.compensation_tasks import compensate, compensation_summary, plan_compensation
 
 settings = parts.deployment_settings()
 

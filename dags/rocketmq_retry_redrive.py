@@ -12,7 +12,7 @@ from __future__ import annotations
 import pendulum
 from airflow.sdk import Param, dag
 
-from rocketmq_retry.compensation.airflow_tasks import compensate, compensation_summary, plan_redrive_from_params
+from rocketmq_retry.airflow.compensation_tasks import compensate, compensation_summary, plan_redrive_from_params
 
 _DATE = {"type": "string", "pattern": r"^(\d{4}-\d{2}-\d{2})?$"}
 

@@ -15,9 +15,9 @@ from collections.abc import Iterator
 
 import pytest
 
+from rocketmq_retry.compensation.batches import Batch
 from rocketmq_retry.compensation.ledger import Ledger
 from rocketmq_retry.compensation.model import State
-from rocketmq_retry.compensation.tasks import Batch
 from rocketmq_retry.config import CompensationConfig
 from test_compensation_support import (
     EffectServer,
@@ -53,7 +53,7 @@ def _workers() -> multiprocessing.context.BaseContext:
     code once: four concurrent cold starts cost a minute on a busy 2-core machine. Nothing of the test process
     (its HTTP server thread, its database connections) is inherited."""
     ctx = multiprocessing.get_context("forkserver")
-    ctx.set_forkserver_preload(["rocketmq_retry.compensation.tasks", "test_compensation_support", "httpx", "psycopg"])
+    ctx.set_forkserver_preload(["rocketmq_retry.compensation.batches", "test_compensation_support", "httpx", "psycopg"])
     return ctx
 
 
@@ -165,7 +165,7 @@ def test_a_worker_killed_after_its_claim_is_completed_by_another_once_the_lease_
     assert len(stranded) == min(CLAIM_CHUNK, messages) and (hung_group, hung_id) in stranded
     assert not effects()
 
-    from rocketmq_retry.compensation.tasks import compensate_batch
+    from rocketmq_retry.compensation.batches import compensate_batch
 
     # Right away, a second worker does all the others and leaves the stranded claims alone: their lease is live.
     first = compensate_batch(batch, "run_second", str(config))
@@ -202,7 +202,7 @@ def test_a_worker_outliving_its_lease_cannot_record_and_the_receiver_sees_one_ef
     """Worker A is frozen (SIGSTOP: a VM pause, a stop-the-world stall; its heartbeat freezes with it) while its
     request is in flight, past its lease; worker B takes over and calls again with the same Idempotency-Key.
     The receiver applies one effect (409 for B), B records DONE, and A's late answer is fenced off."""
-    from rocketmq_retry.compensation.tasks import compensate_batch
+    from rocketmq_retry.compensation.batches import compensate_batch
 
     lease = 3
     warehouse = tmp_path / "wh"
@@ -253,7 +253,7 @@ def test_the_heartbeat_keeps_a_slow_call_s_claim_from_a_second_worker(ledger_url
     lease while it runs, so B, starting after the first lease would have ended, finds the row held."""
     import threading
 
-    from rocketmq_retry.compensation.tasks import compensate_batch
+    from rocketmq_retry.compensation.batches import compensate_batch
 
     lease = 2
     warehouse = tmp_path / "wh"
@@ -305,8 +305,8 @@ def test_a_crash_between_the_effect_and_done_repeats_no_business_effect(
     (one business effect); a python callable is handed the same key again (docs/compensation.md)."""
     from sqlalchemy import create_engine, text
 
+    from rocketmq_retry.compensation.batches import compensate_batch
     from rocketmq_retry.compensation.model import idempotency_key
-    from rocketmq_retry.compensation.tasks import compensate_batch
 
     lease = 2
     ledger_url = f"sqlite:///{tmp_path}/ledger.db"

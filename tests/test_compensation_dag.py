@@ -10,8 +10,8 @@ import pendulum
 import pytest
 
 from conftest import ROOT
+from rocketmq_retry.compensation.batches import compensate_batch, plan_batches
 from rocketmq_retry.compensation.ledger import Ledger
-from rocketmq_retry.compensation.tasks import compensate_batch, plan_batches
 from test_compensation_support import EffectServer, dead_letter_rows, effects, write_config, write_partition
 
 DATE = "2026-11-20"
@@ -149,7 +149,7 @@ import os
 import pendulum
 from airflow.sdk import DAG, task
 
-from rocketmq_retry.compensation.airflow_tasks import compensate, compensation_summary, plan_compensation
+from rocketmq_retry.airflow.compensation_tasks import compensate, compensation_summary, plan_compensation
 
 with DAG("compensation_wiring_test", schedule=None, start_date=pendulum.datetime(2026, 1, 1, tz="UTC")):
 

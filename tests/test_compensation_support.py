@@ -217,7 +217,7 @@ def write_config(path: pathlib.Path, compensation: dict[str, Any]) -> pathlib.Pa
 
 def race_worker(batch: dict[str, Any], run_id: str, config: str, barrier: Any, results: Any) -> None:
     """One competing worker: wait for the others, then compensate the same batch they all got."""
-    from rocketmq_retry.compensation.tasks import compensate_batch
+    from rocketmq_retry.compensation.batches import compensate_batch
 
     barrier.wait(timeout=240)
     results.put(compensate_batch(batch, run_id, config))
@@ -225,7 +225,7 @@ def race_worker(batch: dict[str, Any], run_id: str, config: str, barrier: Any, r
 
 def solo_worker(batch: dict[str, Any], run_id: str, config: str, results: Any) -> None:
     """One worker process compensating a batch; its summary goes to ``results``."""
-    from rocketmq_retry.compensation.tasks import compensate_batch
+    from rocketmq_retry.compensation.batches import compensate_batch
 
     results.put(compensate_batch(batch, run_id, config))
 
@@ -234,8 +234,8 @@ def die_before_complete_worker(batch: dict[str, Any], run_id: str, config: str, 
     """A worker whose process dies right after a handler's effect, before the ledger records DONE.
     (``env``: a forkserver child has the environment of the server, not of the test that starts it.)"""
     os.environ.update(env)
+    from rocketmq_retry.compensation.batches import compensate_batch
     from rocketmq_retry.compensation.ledger import Ledger
-    from rocketmq_retry.compensation.tasks import compensate_batch
 
     def die(*_args: Any, **_kwargs: Any) -> bool:
         os._exit(70)
@@ -247,7 +247,7 @@ def die_before_complete_worker(batch: dict[str, Any], run_id: str, config: str, 
 def crash_worker(batch: dict[str, Any], run_id: str, config: str, hang_marker: str) -> None:
     """A worker that claims one dead letter and then hangs inside its handler until it is killed."""
     os.environ["RMQ_TEST_HANG_MARKER"] = hang_marker
-    from rocketmq_retry.compensation.tasks import compensate_batch
+    from rocketmq_retry.compensation.batches import compensate_batch
 
     compensate_batch(batch, run_id, config)
 

@@ -8,9 +8,9 @@ import pathlib
 
 import pytest
 
+from rocketmq_retry.airflow.compensation_tasks import plan_redrive_params
 from rocketmq_retry.airflow.settings import PathOutsideRootError
 from rocketmq_retry.cli import main as rocketmq_retry
-from rocketmq_retry.compensation.tasks import plan_redrive_params
 from rocketmq_retry.dates import DateError, dates_between, partition_date
 from test_compensation_support import dead_letter_rows, write_config, write_partition
 

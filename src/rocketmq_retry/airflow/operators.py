@@ -1,5 +1,7 @@
 """Operators of the ``rocketmq_retry_daily`` DAG. Each resolves its run's paths from the ``resolve_run`` task's
-XCom (validated there) and hands the work to a hook: SparkSubmitHook through SparkSubmitOperator, ValidationHook.
+XCom (validated there) and hands the work on: to SparkSubmitHook through SparkSubmitOperator (a hook that owns the
+``spark_default`` connection), or to ``rocketmq_retry.validation.run`` in the worker (no connection involved, so no
+hook: the GE project is a folder the config names).
 
 Constructors do nothing but store arguments: DAG parsing must stay cheap.
 """
@@ -157,15 +159,14 @@ class ValidatePartitionOperator(BaseOperator):
     def execute(self, context: Any) -> dict[str, Any]:
         from airflow.sdk.exceptions import AirflowFailException
 
-        from rocketmq_retry.airflow.hooks import ValidationHook
         from rocketmq_retry.config import load_config
         from rocketmq_retry.errors import UserError
-        from rocketmq_retry.validation.run import run_page_path
+        from rocketmq_retry.validation.run import run, run_page_path
 
         paths = run_paths(context)
         try:
             config = load_config(paths["config"] or None)  # read once; its validation: section is in it
-            summary = ValidationHook().validate(paths["ds"], paths["warehouse"], config)
+            summary = run(paths["ds"], paths["warehouse"], config)
         except UserError as exc:
             raise AirflowFailException(str(exc)) from None
         settings = config.validation

@@ -150,7 +150,7 @@ def report(**context: Any) -> dict[str, Any]:
     validation = context["ti"].xcom_pull(task_ids="validate")
     compensation = context["ti"].xcom_pull(task_ids="compensation_summary")
     if compensation:
-        from rocketmq_retry.compensation.tasks import summary_line
+        from rocketmq_retry.compensation.batches import summary_line
 
         log.info("compensation in this run: %s", summary_line(compensation))
     result = build_report(paths["ds"], paths["warehouse"], validation, compensation)

@@ -12,7 +12,7 @@ from typing import Any
 
 from sqlalchemy.engine import make_url
 
-from rocketmq_retry.compensation import tasks
+from rocketmq_retry.compensation import batches as service
 from rocketmq_retry.compensation.ledger import Ledger, LedgerRow, resolve_ledger_url, upgrade
 from rocketmq_retry.compensation.model import State, idempotency_key
 from rocketmq_retry.config import load_config
@@ -213,7 +213,7 @@ def _retry(ns: argparse.Namespace) -> int:
     if ns.warehouse is None:  # fine only when the ledger URL does not need it; this says so clearly otherwise
         resolve_ledger_url(load_config(ns.config).compensation.ledger_url, None)
     warehouse = ns.warehouse or "."
-    batches = tasks.plan_redrive(
+    batches = service.plan_redrive(
         warehouse,
         ns.config,
         date_from=date_from,
@@ -229,9 +229,9 @@ def _retry(ns: argparse.Namespace) -> int:
         print(f"reopened {selected} dead letter(s); the next compensate run of their date executes them")
         return 0
     run_id = ns.run_id or "cli_retry__" + dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-    summary = tasks.summarize(tasks.compensate_batch(b, run_id, ns.config) for b in batches if b["only"])
+    summary = service.summarize(service.compensate_batch(b, run_id, ns.config) for b in batches if b["only"])
     print(f"re-drove {selected} dead letter(s) (run {run_id}):")
-    print("  " + tasks.summary_line(summary))
+    print("  " + service.summary_line(summary))
     return 1 if summary["failed"] or summary["gave_up"] else 0
 
 

@@ -10,7 +10,7 @@ import logging
 import sys
 from collections.abc import Sequence
 
-from rocketmq_retry.compensation import tasks
+from rocketmq_retry.compensation import batches as service
 from rocketmq_retry.errors import UserError
 
 PROG = "rocketmq-retry compensate"
@@ -33,20 +33,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     ns = build_parser().parse_args(list(sys.argv[1:] if argv is None else argv))
     logging.basicConfig(level=logging.INFO if ns.verbose else logging.WARNING, format="%(levelname)s %(message)s")
     run_id = ns.run_id or "cli__" + dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-    batches = tasks.plan_batches(ns.date, ns.warehouse, ns.config, ns.max_batches, ns.batch_size)
+    batches = service.plan_batches(ns.date, ns.warehouse, ns.config, ns.max_batches, ns.batch_size)
     summaries = []
     failures = []
     for batch in batches:
         try:
-            summaries.append(tasks.compensate_batch(batch, run_id, ns.config))
+            summaries.append(service.compensate_batch(batch, run_id, ns.config))
         except UserError as exc:  # a broken handler: report after the other batches ran
             failures.append(str(exc))
-    summary = tasks.summarize(summaries)
+    summary = service.summarize(summaries)
     if ns.format == "json":
         print(json.dumps(summary, sort_keys=True))
     else:
         print(f"compensate {ns.date} ({len(batches)} batch{'es' if len(batches) != 1 else ''}, run {run_id}):")
-        print("  " + tasks.summary_line(summary))
+        print("  " + service.summary_line(summary))
         for name, c in sorted(summary["handlers"].items()):
             print(f"  handler {name}: " + ", ".join(f"{k} {v}" for k, v in sorted(c.items())))
         for note in summary["notes"]:

@@ -30,7 +30,6 @@ from rocketmq_retry.compensation.ratelimit import RateLimiter
 from rocketmq_retry.compensation.redact import redact
 from rocketmq_retry.compensation.routing import extract_business_key, handler_for
 from rocketmq_retry.config import Config, load_config
-from rocketmq_retry.dates import optional_date
 from rocketmq_retry.errors import UserError
 
 log = logging.getLogger("rocketmq_retry.compensation")
@@ -537,28 +536,3 @@ def _line(s: dict[str, Any]) -> str:
 
 def summary_line(summary: dict[str, Any]) -> str:
     return _line(summary)
-
-
-# --- the manual re-drive DAG's params -----------------------------------------------------------------
-
-
-def plan_redrive_params(params: dict[str, Any]) -> list[Batch]:
-    """``plan_redrive`` from the DAG's params, resolved by the same rules as the daily DAG's (the deployment's
-    ``airflow:`` roots, ``inside`` checks, one date parser): a trigger form must not be a way to point the ledger at
-    arbitrary files or to load a config, with its handlers and callables, from outside the config root."""
-    from rocketmq_retry.airflow.settings import load_airflow_settings, run_config, run_warehouse
-
-    settings = load_airflow_settings()
-    warehouse = run_warehouse(settings, params)
-    config = run_config(settings, params)
-    msg_ids = [m.strip() for m in params.get("msg_ids") or [] if m and m.strip()]
-    return plan_redrive(
-        str(warehouse),
-        str(config) if config else None,
-        date_from=optional_date(params.get("date_from"), what="param date_from"),
-        date_to=optional_date(params.get("date_to"), what="param date_to"),
-        msg_ids=msg_ids,
-        consumer_group=str(params.get("consumer_group") or "") or None,
-        states=list(params.get("states") or [State.FAILED.value]),
-        max_batches=int(params["max_batches"]) if params.get("max_batches") else None,
-    )
