@@ -8,8 +8,8 @@ from __future__ import annotations
 from airflow.sdk import DAG, task
 
 from rocketmq_retry.airflow import dag_parts as parts
-from rocketmq_retry.airflow.tasks import on_dag_failure, report, resolve_run
 from rocketmq_retry.airflow.compensation_tasks import compensate, compensation_summary, plan_compensation
+from rocketmq_retry.airflow.tasks import on_dag_failure, report, resolve_run
 
 settings = parts.deployment_settings()
 

@@ -9,10 +9,13 @@ into at most ``max_batches`` mapped ``compensate`` instances, each recording eve
 
 from __future__ import annotations
 
-import pendulum
 from airflow.sdk import Param, dag
 
+from rocketmq_retry.airflow import dag_parts as parts
 from rocketmq_retry.airflow.compensation_tasks import compensate, compensation_summary, plan_redrive_from_params
+from rocketmq_retry.airflow.tasks import on_dag_failure
+
+settings = parts.deployment_settings()
 
 _DATE = {"type": "string", "pattern": r"^(\d{4}-\d{2}-\d{2})?$"}
 
@@ -20,10 +23,13 @@ _DATE = {"type": "string", "pattern": r"^(\d{4}-\d{2}-\d{2})?$"}
 @dag(
     dag_id="rocketmq_retry_redrive",
     schedule=None,
-    start_date=pendulum.datetime(2026, 1, 1, tz="UTC"),
+    start_date=parts.START_DATE,
     catchup=False,
     max_active_runs=1,
-    tags=["rocketmq-retry", "compensation"],
+    # Retrying a batch is safe (the ledger lets each effect happen once); a bad param fails without retries.
+    default_args=parts.default_args(settings),
+    on_failure_callback=on_dag_failure,
+    tags=[*parts.COMMON_TAGS, "compensation"],
     doc_md=__doc__,
     params={
         "date_from": Param("", **_DATE, description="First dead-letter date (YYYY-MM-DD) of a re-drive by state."),
