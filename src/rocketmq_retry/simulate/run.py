@@ -10,9 +10,10 @@ from dataclasses import dataclass, field
 from rocketmq_retry.config import Config
 from rocketmq_retry.logformats import java
 from rocketmq_retry.simulate import world
+from rocketmq_retry.simulate.model import CLIENT_4X, CLIENT_5X, GRPC, GroupRun
 from rocketmq_retry.simulate.output import Landing
 from rocketmq_retry.simulate.scenario import Settings
-from rocketmq_retry.simulate.sim import CLIENT_4X, CLIENT_5X, GRPC, GroupRun, Simulator
+from rocketmq_retry.simulate.sim import Simulator
 
 TRUTH_DIR = "_truth"
 
@@ -65,7 +66,7 @@ def suggested_sources(sim: Simulator) -> list[dict[str, str]]:
     out: list[dict[str, str]] = []
     hosts: dict[str, list[str]] = {CLIENT_4X: [], CLIENT_5X: [], GRPC: []}
     spring_files: set[str] = set()
-    for inst in sim._all_instances():
+    for inst in sim.all_instances():
         hosts[inst.kind].append(inst.host.name)
         if inst.app == "spring" and inst.run is not None:
             spring_files.add("stdout.log" if inst.run.pattern.console else "app.log")

@@ -1,0 +1,168 @@
+"""What each client flavour writes when a listener fails (§6.2, §6.4, §11, §12): the 4.x/5.x remoting consume
+services, the rocketmq-spring container and the gRPC SDK, plus the send-back failures of remoting clients. Each
+function returns or writes lines only; the retry decision is the engine's.
+"""
+
+from __future__ import annotations
+
+from rocketmq_retry.engine import ConsumeMode, ConsumeOutcome, SendBackFault, retry_topic
+from rocketmq_retry.logformats import java, layouts, statements, trace
+from rocketmq_retry.logformats.statements import fill
+from rocketmq_retry.simulate import world
+from rocketmq_retry.simulate.javanames import (
+    BUSINESS_ERRORS,
+    C_CMCS,
+    C_CMOS,
+    C_DMPCI,
+    C_POP,
+    FRAMES_CMCS_4X,
+    FRAMES_CMOS,
+    FRAMES_GRPC,
+    FRAMES_SEND,
+    FRAMES_SEND_BACK,
+    FRAMES_SPRING,
+)
+from rocketmq_retry.simulate.model import CLIENT_5X, GRPC, GroupRun, Lifecycle
+from rocketmq_retry.simulate.render import LogWriter
+from rocketmq_retry.simulate.topology import Topology, host_stem
+
+GRPC_CONSUME_TASK = "org.apache.rocketmq.client.java.impl.consumer.ConsumeTask"
+
+
+def listener_class(g: GroupRun) -> str:
+    """The application's listener for ``g`` (one ``@RocketMQMessageListener`` class per container)."""
+    package = g.run.package if g.run is not None else "com.example"
+    return f"{package}.{''.join(w.capitalize() for w in host_stem(g.name).split('-'))}Listener"
+
+
+def thread_of(lc: Lifecycle) -> str:
+    """The listener's thread: the consume pool (20 threads, counted from 1 per pool) of the client version, or
+    the gRPC SDK's ``RocketmqMessageConsumption-<clientIndex>-<n>`` (``n`` is process-wide in the SDK)."""
+    n = 1 + lc.lid % 20
+    inst = lc.inst
+    if inst.kind == GRPC:
+        return f"RocketmqMessageConsumption-{inst.grpc_index}-{n + 20 * inst.grpc_index}"
+    pop = lc.group.policy.consume_mode is ConsumeMode.POP
+    return java.consume_thread_name(lc.group.name, n, inst.client_version, pop=pop)
+
+
+def business_exception(lc: Lifecycle) -> tuple[str, list[str]]:
+    """The listener's exception and its stack, down through the client flavour's consume path."""
+    cls, text = BUSINESS_ERRORS[lc.lid % len(BUSINESS_ERRORS)]
+    svc = lc.group.scenario.topic.lower().split("_")[0] + "-service"
+    exc = f"{cls}: {text.format(svc=svc, order=lc.msg.order_id)}"
+    listener = listener_class(lc.group)
+    frames = [f"{listener}.onMessage({listener.rsplit('.', 1)[1]}.java:{40 + lc.lid % 50})"]
+    if lc.inst.kind == GRPC:
+        frames += FRAMES_GRPC
+    elif lc.group.scenario.app == "spring":
+        frames += FRAMES_SPRING
+    else:
+        frames += FRAMES_CMOS if lc.group.orderly else FRAMES_CMCS_4X
+    return exc, frames
+
+
+class ListenerLogs:
+    def __init__(self, writer: LogWriter, topo: Topology) -> None:
+        self.writer = writer
+        self.topo = topo
+
+    def rendered(self, lc: Lifecycle, start: int, with_start_time: bool = True) -> tuple[str, str]:
+        """The delivered copy as the client prints it (``MessageExt``) and its message queue."""
+        broker = self.topo.broker_of(lc.group)
+        start_time = start + lc.inst.host.skew_ms if with_start_time and not lc.group.orderly else None
+        props = world.client_view(lc.copy, broker, start_time)
+        ext = world.render_message_ext(lc.copy, broker, lc.msg.topic, props)
+        if lc.client_r != lc.copy.reconsume_times:
+            ext = ext.replace(f", reconsumeTimes={lc.copy.reconsume_times},", f", reconsumeTimes={lc.client_r},", 1)
+        mq = java.message_queue_to_string(lc.copy.topic, broker.name, lc.copy.queue_id)
+        return ext, mq
+
+    def failure(self, lc: Lifecycle, start: int, t: int) -> tuple[ConsumeOutcome, int]:
+        """The listener's failure as each client writes it; returns the engine outcome and the trace context code."""
+        g = lc.group
+        if g.kind == GRPC and g.policy.consume_mode is ConsumeMode.SIMPLE:
+            # SimpleConsumer has no listener: the application simply does not ack, and the SDK logs nothing (§5.5)
+            return ConsumeOutcome.RECONSUME_LATER, trace.CONTEXT_FAILED
+        if g.kind == GRPC:
+            return self._grpc_failure(lc, t)
+        if g.scenario.app == "spring":
+            return self._spring_failure(lc, t)
+        return self._remoting_failure(lc, start, t)
+
+    def _grpc_failure(self, lc: Lifecycle, t: int) -> tuple[ConsumeOutcome, int]:
+        if lc.kind != "exception":
+            return ConsumeOutcome.RECONSUME_LATER, trace.CONTEXT_FAILED
+        g, inst = lc.group, lc.inst
+        exc, frames = business_exception(lc)
+        mq = java.grpc_message_queue_to_string(self.topo.broker_of(g).name, lc.msg.topic, lc.msg.queue_id)
+        self.writer.client_line(
+            inst, t, "ERROR", GRPC_CONSUME_TASK, thread_of(lc),
+            fill(statements.G_LISTENER_EXCEPTION.template, inst.client_id, mq, lc.msg.uniq_key),
+            layouts.java_stack(exc, frames),
+        )  # fmt: skip
+        return ConsumeOutcome.EXCEPTION, trace.CONTEXT_EXCEPTION
+
+    def _spring_failure(self, lc: Lifecycle, t: int) -> tuple[ConsumeOutcome, int]:
+        g = lc.group
+        exc, frames = business_exception(lc)
+        self.writer.spring_line(
+            lc.inst, t, "WARN", layouts.SPRING_CONTAINER_LOGGER, thread_of(lc),
+            fill(statements.S_CONSUME_FAILED.template, lc.msg.uniq_key, lc.msg.topic, lc.client_r),
+            layouts.java_stack(exc, frames),
+        )  # fmt: skip
+        return (ConsumeOutcome.SUSPEND if g.orderly else ConsumeOutcome.RECONSUME_LATER), trace.CONTEXT_FAILED
+
+    def _remoting_failure(self, lc: Lifecycle, start: int, t: int) -> tuple[ConsumeOutcome, int]:
+        """The 4.x/5.x consume services: L-C1 for a thrown exception, then L-C3 (orderly) or L-C2."""
+        g, inst = lc.group, lc.inst
+        thread = thread_of(lc)
+        ext, mq = self.rendered(lc, start)
+        msgs = java.message_list_to_string([ext])
+        fq = C_CMOS if g.orderly else (C_POP if g.policy.consume_mode is ConsumeMode.POP else C_CMCS)
+        line = self.writer.client_line
+        if lc.kind == "exception":
+            exc, frames = business_exception(lc)
+            desc = f"{exc}, {frames[0]}"
+            line(
+                inst, t, "WARN", fq, thread,
+                fill(statements.L_C1.template, desc, g.name, msgs, mq), layouts.java_stack(exc, frames),
+            )  # fmt: skip
+        if g.orderly:
+            line(inst, t, "WARN", C_CMOS, thread, fill(statements.L_C3.template, g.name, msgs, mq))
+            code = {"exception": trace.CONTEXT_EXCEPTION, "null": trace.CONTEXT_RETURNNULL}.get(
+                lc.kind, trace.CONTEXT_FAILED
+            )
+            return ConsumeOutcome.SUSPEND, code
+        if lc.kind in ("exception", "null"):
+            line(inst, t, "WARN", fq, thread, fill(statements.L_C2.template, g.name, msgs, mq))
+        if lc.kind == "exception":
+            return ConsumeOutcome.EXCEPTION, trace.CONTEXT_EXCEPTION
+        if lc.kind == "null":
+            return ConsumeOutcome.RETURN_NULL, trace.CONTEXT_RETURNNULL
+        return ConsumeOutcome.RECONSUME_LATER, trace.CONTEXT_FAILED
+
+    def send_back_fault(self, lc: Lifecycle, t: int, start: int, fault: SendBackFault) -> None:
+        """A failed ``CONSUMER_SEND_MSG_BACK`` (L-C5) and, when the client's own re-publish fails too, L-C6."""
+        g, inst = lc.group, lc.inst
+        broker = self.topo.broker_of(g)
+        ext, mq = self.rendered(lc, start)
+        # a refused connection fails the CONSUMER_SEND_MSG_BACK RPC at once (a 5000 ms timeout would delay the hop)
+        exc = f"org.apache.rocketmq.remoting.exception.RemotingConnectException: connect to {broker.addr} failed"
+        tb = layouts.java_stack(exc, FRAMES_SEND_BACK)
+        thread = thread_of(lc)
+        if inst.kind == CLIENT_5X:
+            msg = fill(statements.L_C5_5X.template, g.name, broker.name, mq, ext)
+        else:
+            msg = fill(statements.L_C5_4X.template, g.name)
+        self.writer.client_line(inst, t + 5, "ERROR", C_DMPCI, thread, msg, tb)
+        if fault is SendBackFault.RPC_AND_FALLBACK_FAILED:
+            exc2 = (
+                "org.apache.rocketmq.client.exception.MQClientException: "
+                "Send [3] times, still failed, cost [3012]ms, Topic: " + retry_topic(g.name)
+            )
+            text = fill(statements.L_C6.template, g.name, ext)
+            self.writer.client_line(
+                inst, t + 9, "ERROR", C_CMCS, thread, text,
+                layouts.java_stack(exc2, [f"{FRAMES_SEND[4]}", *FRAMES_SEND_BACK[1:]]),
+            )  # fmt: skip
