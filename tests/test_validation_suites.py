@@ -284,6 +284,50 @@ def test_values_from_logs_never_reach_a_data_docs_page_as_markup(
         assert not any("alert(" in script for script in markup.inline_scripts), page
 
 
+@pytest.mark.spark
+def test_a_run_works_in_its_own_copy_and_never_changes_the_committed_project(
+    spark: Any, tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With no project configured, a run seeds a working copy under $AIRFLOW_HOME from the committed one; a config
+    whose drift tolerance differs rewrites the copy's suite, never a tracked file."""
+    import hashlib
+
+    from rocketmq_retry.config import Config
+    from rocketmq_retry.validation.run import validate_partition
+    from rocketmq_retry.validation.settings import ValidationSettings
+
+    def fingerprint() -> dict[str, str]:
+        files = sorted(p for p in (ROOT / "expectations").rglob("*") if p.is_file() and "uncommitted" not in p.parts)
+        return {str(p.relative_to(ROOT)): hashlib.sha256(p.read_bytes()).hexdigest() for p in files}
+
+    monkeypatch.delenv("ROCKETMQ_RETRY_GX_ROOT", raising=False)
+    monkeypatch.setenv("AIRFLOW_HOME", str(tmp_path / "airflow"))
+    before = fingerprint()
+    warehouse = tmp_path / "warehouse"
+    write_warehouse(spark, warehouse, good_rows())
+    summary = validate_partition(DS, str(warehouse), Config(), ValidationSettings(drift_tolerance_ms=1234), spark)
+    assert summary.success
+    assert fingerprint() == before
+    copy = tmp_path / "airflow" / "rocketmq-retry" / "expectations"
+    suite = (copy / "gx" / "expectations" / "rocketmq_retry_transitions.json").read_text()
+    assert '"max_value": 1234' in suite and pathlib.Path(summary.docs_page).is_relative_to(copy)
+
+
+def test_an_installed_package_without_a_project_is_told_where_to_point(
+    tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from rocketmq_retry.config import Config
+    from rocketmq_retry.errors import InputError
+    from rocketmq_retry.validation import project
+    from rocketmq_retry.validation.settings import ValidationSettings
+
+    monkeypatch.setattr(project, "gx_template", lambda: None)
+    monkeypatch.delenv("ROCKETMQ_RETRY_GX_ROOT", raising=False)
+    with pytest.raises(InputError, match=r"set validation.context_root or \$ROCKETMQ_RETRY_GX_ROOT"):
+        project.open_project(Config(), ValidationSettings(context_root=str(tmp_path / "none")))
+    assert not (tmp_path / "none").exists()
+
+
 def test_unknown_check_in_severities_is_a_config_error(tmp_path: pathlib.Path) -> None:
     from rocketmq_retry.errors import ConfigError
     from rocketmq_retry.validation.settings import load_validation_settings

@@ -32,12 +32,20 @@ def airflow_home_dir(name: str) -> pathlib.Path:
 
 
 def default_gx_root() -> str:
-    """A source checkout keeps its GE project in ``<checkout>/expectations`` (committed); an installed package has
-    no checkout, so its project is created under ``$AIRFLOW_HOME`` on first use."""
-    checkout = PACKAGE_DIR.parents[1]
-    if (checkout / "pyproject.toml").is_file() and (checkout / "expectations" / "gx").is_dir():
-        return str(checkout / "expectations")
+    """Where runs keep their GE project when the config names none: never the committed ``expectations/`` of a
+    checkout (a run writes results, and rewrites a suite when the deployment's config makes it differ; tracked
+    files must not change), but a working copy under ``$AIRFLOW_HOME`` that ``open_project`` seeds on first use."""
     return str(airflow_home_dir("expectations"))
+
+
+def gx_template() -> pathlib.Path | None:
+    """The committed GE project of a source checkout (generated from the code by
+    ``python -m rocketmq_retry.validation.project``), or None for an installed package."""
+    checkout = PACKAGE_DIR.parents[1]
+    template = checkout / "expectations"
+    if (checkout / "pyproject.toml").is_file() and (template / "gx" / "great_expectations.yml").is_file():
+        return template
+    return None
 
 
 # Environment variable -> key of the airflow: section. Values are parsed by pydantic like YAML scalars.
@@ -167,8 +175,8 @@ class ValidationSettings(BaseModel):
     context_root: str | None = Field(
         None,
         description="Folder holding the Great Expectations project (its gx/ folder; must be writable: validation "
-        "results and Data Docs go to gx/uncommitted/). $ROCKETMQ_RETRY_GX_ROOT overrides it; default: the "
-        "source checkout's expectations/, else $AIRFLOW_HOME/rocketmq-retry/expectations (an installed package).",
+        "results and Data Docs go to gx/uncommitted/). $ROCKETMQ_RETRY_GX_ROOT overrides it; default: "
+        "$AIRFLOW_HOME/rocketmq-retry/expectations, seeded from a checkout's committed expectations/.",
     )
     drift_tolerance_ms: int = Field(
         60_000, ge=0, description="|observed_at - expected_at| allowed for a transition before it counts as drift."

@@ -12,9 +12,12 @@ from __future__ import annotations
 
 import json
 import pathlib
+import shutil
 import sys
 from typing import TYPE_CHECKING, Any
 
+from rocketmq_retry.config_sections import gx_template
+from rocketmq_retry.errors import InputError
 from rocketmq_retry.validation.settings import ValidationSettings
 from rocketmq_retry.validation.suites import TABLES, expectations_for, suite_name
 
@@ -57,12 +60,28 @@ def _get_or_none(getter: Any, name: str) -> Any:
         return None
 
 
+def _seed(root: pathlib.Path) -> None:
+    """A new working project starts as a copy of the committed one (its great_expectations.yml turns analytics
+    off and names the Data Docs site), never as GE's own default project."""
+    if (root / "gx" / "great_expectations.yml").is_file():
+        return
+    template = gx_template()
+    if template is None:
+        raise InputError(
+            f"no Great Expectations project at {root}, and no committed project to start it from "
+            "(an installed package): set validation.context_root or $ROCKETMQ_RETRY_GX_ROOT to a copy of the "
+            "repository's expectations/ folder"
+        )
+    root.mkdir(parents=True, exist_ok=True)
+    shutil.copytree(template, root, ignore=shutil.ignore_patterns("uncommitted"), dirs_exist_ok=True)
+
+
 def open_project(config: Config, settings: ValidationSettings) -> gx.data_context.FileDataContext:
     """The file data context with everything ``run`` needs in place (created on first use, else reused)."""
     import great_expectations as gx
 
     root = settings.gx_root
-    root.mkdir(parents=True, exist_ok=True)
+    _seed(root)
     context = gx.get_context(mode="file", project_root_dir=str(root))
 
     datasource = _get_or_none(context.data_sources.get, DATASOURCE) or context.data_sources.add_spark(name=DATASOURCE)
@@ -120,7 +139,14 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m rocketmq_retry.validation.project", description=main.__doc__)
     parser.add_argument("--config", help="config file (default: built-in defaults, which is what is committed)")
     ns = parser.parse_args(argv)
-    settings = load_validation_settings(ns.config) if ns.config else ValidationSettings()
+    if ns.config:
+        settings = load_validation_settings(ns.config)  # the project that config's runs use
+    else:
+        # The committed project itself: the template every working project is seeded from.
+        template = gx_template()
+        if template is None:
+            raise SystemExit("no source checkout: the committed GE project exists only in the repository")
+        settings = ValidationSettings(context_root=str(template))
     context = open_project(load_config(ns.config) if ns.config else _default_config(), settings)
     print(f"project ready at {pathlib.Path(context.root_directory)}")
     return 0
