@@ -649,7 +649,7 @@ class Simulator:
             if g.scenario.app == "spring":
                 self._spring_container(g, inst, t + 10)
             self._rebalance_lines(g, inst, broker, t + 400)
-        # broker side: the heartbeat registers the consumer and creates %RETRY%<group> (§2.4, samples broker.log)
+        # broker side: the heartbeat registers the consumer and creates %RETRY%<group> (§2.4, the sample broker.log)
         hb = t + 500
         self.broker_line(
             broker,
