@@ -21,9 +21,10 @@ OTHER_DOCUMENT = re.compile(r"(?:DESIGN(?:\.md)?|RFC \d+) §[\d.]+(?:(?:, | and 
 
 
 def _cited_sections() -> dict[str, set[str]]:
-    """Every § number cited in src/ and docs/, with the files that cite it."""
+    """Every § number cited in the code, tests and docs, with the files that cite it."""
     cited: dict[str, set[str]] = {}
-    files = [*sorted((ROOT / "src").rglob("*.py")), *sorted((ROOT / "docs").glob("*.md"))]
+    code = [p for d in ("src", "tests", "dags", "plugins", "benchmarks") for p in sorted((ROOT / d).rglob("*.py"))]
+    files = [*code, *sorted((ROOT / "docs").glob("*.md")), ROOT / "README.md"]
     for path in files:
         text = OTHER_DOCUMENT.sub("", path.read_text(encoding="utf-8"))
         for number in CITATION.findall(text):
