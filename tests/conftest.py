@@ -2,20 +2,29 @@
 
 from __future__ import annotations
 
+import atexit
 import logging
 import os
 import pathlib
+import shlex
+import shutil
 import tempfile
 from collections.abc import Iterator
 
 import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
-# The real RocketMQ 4.9.4 output beside the checkout (shared/), or SAMPLES_DIR.
-SAMPLES = pathlib.Path(os.environ.get("SAMPLES_DIR", ROOT.parent / "shared" / "samples" / "rocketmq-4.9.4"))
+# The real RocketMQ 4.9.4 output, committed with the tests (tests/data/rocketmq-4.9.4/README.md) so that a clone
+# runs on its own; SAMPLES_DIR points the sample tests at another copy.
+SAMPLES = pathlib.Path(os.environ.get("SAMPLES_DIR", ROOT / "tests" / "data" / "rocketmq-4.9.4"))
 
-(ROOT / ".pytest-airflow").mkdir(exist_ok=True)
-os.environ.setdefault("AIRFLOW_HOME", tempfile.mkdtemp(prefix="home_", dir=ROOT / ".pytest-airflow"))
+# What a run writes besides each test's tmp_path (Airflow's home and metadata database, Spark's default warehouse
+# folder) goes to one scratch folder outside the checkout, removed at exit: a test run leaves the working tree as
+# it found it. Spark would otherwise create spark-warehouse/ in the current directory, which is the repo root.
+SCRATCH = pathlib.Path(tempfile.mkdtemp(prefix="rocketmq-retry-tests-"))
+atexit.register(shutil.rmtree, SCRATCH, ignore_errors=True)
+(SCRATCH / "airflow").mkdir()
+os.environ.setdefault("AIRFLOW_HOME", str(SCRATCH / "airflow"))
 os.environ.setdefault("AIRFLOW__CORE__DAGS_FOLDER", str(ROOT / "dags"))
 os.environ.setdefault("AIRFLOW__CORE__PLUGINS_FOLDER", str(ROOT / "plugins"))
 os.environ.setdefault("AIRFLOW__CORE__LOAD_EXAMPLES", "False")
@@ -25,14 +34,18 @@ os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 # real-sample reconstruction runs after dozens of other Spark tests, so every in-process JVM gets 4g.
 # (--driver-memory here outranks the --conf spark.driver.memory=... pyspark puts before it.)
 TEST_DRIVER_MEMORY = "4g"
-os.environ.setdefault("PYSPARK_SUBMIT_ARGS", f"--driver-memory {TEST_DRIVER_MEMORY} pyspark-shell")
+# spark.sql.warehouse.dir is static (fixed when the first session starts), so it rides along with the heap size;
+# Python child processes that start Spark inherit it through the environment too.
+WAREHOUSE_CONF = shlex.quote(f"spark.sql.warehouse.dir={SCRATCH / 'spark-warehouse'}")
+SUBMIT_ARGS = f"--driver-memory {TEST_DRIVER_MEMORY} --conf {WAREHOUSE_CONF} pyspark-shell"
+os.environ.setdefault("PYSPARK_SUBMIT_ARGS", SUBMIT_ARGS)
 os.environ.pop("ROCKETMQ_RETRY_CONFIG", None)  # tests never pick up a developer's own config
 
 
 @pytest.fixture(scope="session")
 def samples_dir() -> pathlib.Path:
     if not SAMPLES.is_dir():
-        pytest.fail(f"real RocketMQ samples not found at {SAMPLES} (set SAMPLES_DIR)")
+        pytest.fail(f"real RocketMQ 4.9.4 sample not found at {SAMPLES} (committed in tests/data; or set SAMPLES_DIR)")
     return SAMPLES
 
 

@@ -1,4 +1,4 @@
-"""The engine against real RocketMQ 4.9.4 output (shared/samples/rocketmq-4.9.4, §12).
+"""The engine against real RocketMQ 4.9.4 output (tests/data/rocketmq-4.9.4, docs/rocketmq-rules.md §12).
 
 Every consumer row of ground-truth.csv is replayed through ``expected_path`` with the broker's fast delay table and
 compared with what the broker and client actually did: delivery count, reconsumeTimes per delivery, gaps between

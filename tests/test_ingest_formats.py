@@ -1,4 +1,4 @@
-"""Literal lines of every format -> exactly the expected event/quarantine rows (reference §6, §7, §11, §12).
+"""Literal lines of every format -> exactly the expected event/quarantine rows (§6, §7, §11, §12).
 
 All literal lines go through ONE classify run (a module fixture): compiling the parser's generated code is
 the expensive part of a Spark action here, so each test only filters the collected rows.
@@ -18,7 +18,8 @@ pytestmark = pytest.mark.spark
 DS = "2026-11-21"
 UTC = dt.UTC
 
-# Real 4.9.4 client lines (samples client/consumers.rocketmq_client.log), trimmed bodies kept byte-exact.
+# Real 4.9.4 client lines (tests/data/rocketmq-4.9.4/client/consumers.rocketmq_client.log), trimmed bodies kept
+# byte-exact.
 L_C1 = (
     "2026-11-21 23:25:06,245 WARN RocketmqClient - consumeMessage exception: java.lang.IllegalStateException: "
     "ledger db unavailable for paymentId=PAY-2001, Consumers.lambda$main$2(Consumers.java:65) Group: "
@@ -79,7 +80,7 @@ CLIENT4 = [
     L_P1_MSG,
     "2026-11-21 23:26:1",
     L_C1.replace(" MQ: MessageQueue [topic=PAYMENT_CAPTURED, brokerName=broker-a, queueId=3]", ""),
-    # the periodic offset flush (samples README): bracketed, but not a stats line
+    # the periodic offset flush (tests/data/rocketmq-4.9.4/README.md): bracketed, but not a stats line
     "2026-11-21 23:26:15,000 INFO RocketmqClient - [persistAll] Group: GID_x ClientId: 10.0.0.1@1 "
     "updateConsumeOffsetToBroker MessageQueue [topic=T1, brokerName=broker-a, queueId=0] 42",
 ]
@@ -87,7 +88,7 @@ BROKER = [
     "2026-11-22 07:24:59 INFO AdminBrokerThread_1 - create new topic TopicConfig [topicName=%DLQ%GID_x, "
     "readQueueNums=1, writeQueueNums=1, perm=RW-, topicFilterType=SINGLE_TAG, topicSysFlag=0, order=false]",
     "2026-11-22 07:23:43 INFO main - rocketmqHome=/opt/rocketmq",
-    # 5.x L-B7, the reference's statement with values
+    # 5.x L-B7, the statement of docs/rocketmq-rules.md §6.3 with values
     "2026-11-22 07:26:27 INFO SendMessageThread_1 - send msg to DLQ %DLQ%GID_y, owner=null, originalTopic=T1, "
     "consumerId=GID_y, msgUniqKey=AC11000100002A9F0000000000000001, storeTimestamp=1708593987000",
     "The broker[broker-a, 127.0.0.1:10911] boot success. serializeType=JSON and name server is 127.0.0.1:9876",

@@ -1,4 +1,4 @@
-"""Each format's grammar against literal lines from the reference and the real 4.9.4 sample files."""
+"""Each format's grammar against literal lines from docs/rocketmq-rules.md and the real 4.9.4 sample files."""
 
 from __future__ import annotations
 
@@ -174,7 +174,7 @@ def test_client_5x_line_shape() -> None:
     )
 
 
-# --- broker and stats (§6.1, §6.3, samples broker/) -------------------------------------------------------------------
+# --- broker and stats (§6.1, §6.3, the sample broker/) ---------------------------------------------------------------
 
 
 def test_broker_line_matches_sample(samples_dir: pathlib.Path) -> None:
@@ -195,7 +195,7 @@ def test_broker_line_matches_sample(samples_dir: pathlib.Path) -> None:
 
 
 def test_topic_config_rendering() -> None:
-    # §6.3 L-B1, 5.x form quoted by the reference
+    # §6.3 L-B1, 5.x form quoted in docs/rocketmq-rules.md
     assert java.topic_config_to_string("%DLQ%g") == (
         "TopicConfig [topicName=%DLQ%g, readQueueNums=1, writeQueueNums=1, perm=RW-, topicFilterType=SINGLE_TAG, "
         "topicSysFlag=0, order=false, attributes={}]"

@@ -1,6 +1,6 @@
 """The retry engine: RocketMQ's retry rules as pure functions (DESIGN §5).
 
-Section marks (§) refer to ``shared/reference/rocketmq-retry-spec.md``.
+Section marks (§) refer to ``docs/rocketmq-rules.md``.
 """
 
 from __future__ import annotations

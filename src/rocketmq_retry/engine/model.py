@@ -1,7 +1,7 @@
 """The retry engine's vocabulary: consumer-group policies, failed deliveries and the hops they lead to.
 
 Names follow RocketMQ's own (delay level, reconsume times, send-back, DLQ). Section marks (§) refer to
-``shared/reference/rocketmq-retry-spec.md``. This module is plain data: no rule lives here.
+``docs/rocketmq-rules.md``. This module is plain data: no rule lives here.
 """
 
 from __future__ import annotations
@@ -264,7 +264,7 @@ class NextHop:
     copy that is dropped). ``stored_reconsume_times`` is set for local retries, whose counter lives only in the
     client (§1.3, §4, §5.3): the broker's copy still carries this value.
     ``ready_at_ms`` is when the next delivery can happen (or when the DLQ copy is stored / the drop takes effect).
-    ``rule`` names the reference section the decision comes from.
+    ``rule`` names the docs/rocketmq-rules.md section the decision comes from.
     """
 
     action: HopAction

@@ -1,8 +1,8 @@
-"""Line grammar used by the ingest job: head-line layouts per format and the retry statements (reference §6).
+"""Line grammar used by the ingest job: head-line layouts per format and the retry statements (§6).
 
 These are Java-regex strings for Spark's ``regexp_extract``/``rlike`` (log statements only; the trace's
-U+0001/U+0002 layout is split, never regexed). Every statement carries the reference id it implements so a
-reader can check it against ``reference/rocketmq-retry-spec.md`` §6.2/§6.3 and §11.
+U+0001/U+0002 layout is split, never regexed). Every statement carries the statement id it implements so a
+reader can check it against ``docs/rocketmq-rules.md`` §6.2/§6.3 and §11.
 
 The statement table is ordered: the first statement whose ``prefix`` the message starts with (or, for
 ``contains`` statements, that the message contains) decides the line's event_type. A line that matches a
@@ -23,7 +23,7 @@ LEVELS = "(?:" + "|".join(LEVEL_NAMES) + ")"
 # 4.x ClientLogger DefaultLayout (§6.1): "yyyy-MM-dd HH:mm:ss,SSS LEVEL loggerName - message", JVM zone, \r\n.
 CLIENT4_HEAD = r"^(\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2},\d{3}) (" + LEVELS + r") (\S+) - (.*)$"
 # logback's default console pattern, where 4.x lines land with -Drocketmq.client.logUseSlf4j=true or on stdout
-# (samples client/*.console-stdout.log): "HH:mm:ss.SSS [thread] LEVEL logger - message" -- no date.
+# (tests/data/rocketmq-4.9.4/client/*.console-stdout.log): "HH:mm:ss.SSS [thread] LEVEL logger - message" -- no date.
 CONSOLE_HEAD = r"^(\d{2}:\d{2}:\d{2}\.\d{3}) \[([^\]]*)\] (" + LEVELS + r")\s+(\S+) - (.*)$"
 # 5.x remoting client and gRPC SDK (§6.1): "%d{yyy-MM-dd HH:mm:ss.SSS,GMT+8} %-5p [%pid] [%t] [%logger{12}#%M:%L] - %m".
 CLIENT5_HEAD = (
@@ -70,7 +70,7 @@ def rx_property(name: str) -> str:
 class Statement:
     """One log statement that is evidence of a retry transition."""
 
-    ref: str  # reference id, e.g. "L-C1"
+    ref: str  # statement id, e.g. "L-C1"
     event_type: str
     prefix: str  # literal the message starts with (fast classification)
     pattern: str  # full Java regex the message must match; else the line is quarantined as truncated

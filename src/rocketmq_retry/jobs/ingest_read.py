@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 
     from rocketmq_retry.config import Config
 
-# Zones RocketMQ's own patterns fix, whatever the host zone (reference §6.1, §12).
+# Zones RocketMQ's own patterns fix, whatever the host zone (docs/rocketmq-rules.md §6.1, §12).
 FIXED_ZONES = {
     "broker": "Etc/GMT-8",
     "broker-stats": "Etc/GMT-8",

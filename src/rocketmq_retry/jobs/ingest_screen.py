@@ -1,7 +1,7 @@
 """The per-line screen of the log formats: hostile bytes, head layout, timestamp, statement, category.
 
 Nearly every line of a day is noise (heartbeats, rebalances, route updates), so this stage does the least work a
-line needs to be counted (reference §6.1 layouts, §6.2/§6.3 statements): the message text is cut out only for
+line needs to be counted (§6.1 layouts, §6.2/§6.3 statements): the message text is cut out only for
 lines whose first characters may start a statement, a stats line or the 4.9.4 ``Message{...}`` line (§12); every
 other line keeps a timestamp, a category and, when ignored, its ``logger level`` kind. Events are built later,
 from the few lines that are events (``ingest_parse._log_events``).
@@ -61,7 +61,7 @@ STATS_TAG = r"^\[([A-Z0-9_]+)\] \["
 
 
 def _statement_sql() -> tuple[str, str, str, str]:
-    """(probe set, statement index, full-pattern check, reference id) as SQL over ``source``/``msg``/``stmt``."""
+    """(probe set, statement index, full-pattern check, statement id) as SQL over ``source``/``msg``/``stmt``."""
     probes = sql_in(sorted({st.prefix[: P.PREFIX_PROBE] for st in P.STATEMENTS}))
     index = " ".join(
         f"WHEN source IN {sql_in(st.formats)} AND startswith(msg, {sql_str(st.prefix)}) THEN {i}"

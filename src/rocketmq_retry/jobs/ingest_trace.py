@@ -1,4 +1,4 @@
-"""Trace payloads (reference §7.2) as Spark SQL text: records end with U+0002, fields are split on U+0001.
+"""Trace payloads (docs/rocketmq-rules.md §7.2) as Spark SQL text: records end with U+0002, fields are split on U+0001.
 
 The parser is one SQL expression per output column, built here as text and handed to Spark in one call. Built
 with the Column API the same expression took ~7,000 py4j round trips per use (the trace file and the trace-topic

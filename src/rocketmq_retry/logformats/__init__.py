@@ -3,7 +3,7 @@
 Modules:
 - :mod:`.timefmt` timestamp layouts and zones of each format;
 - :mod:`.layouts` line layouts (prefix, line ending, throwable rendering) and per-line regexes;
-- :mod:`.statements` the exact statements with their reference ids (L-C1…, L-B7…, Spring, gRPC SDK);
+- :mod:`.statements` the exact statements with their statement ids (L-C1…, L-B7…, Spring, gRPC SDK);
 - :mod:`.java` Java ``toString()`` renderings (``MessageExt``, ``Message``, ``MessageQueue``, byte arrays,
   HashMap order) and message-id layouts;
 - :mod:`.trace` trace record layouts (U+0001 fields, U+0002 record ends);

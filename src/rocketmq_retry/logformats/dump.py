@@ -1,6 +1,6 @@
-"""The ``message-dump`` format: JSON Lines, one stored message per line (DESIGN §6; samples dumps/*.jsonl).
+"""The ``message-dump`` format: JSON Lines, one stored message per line (DESIGN §6; the sample dumps/*.jsonl).
 
-Keys and their order follow samples/rocketmq-4.9.4/dumps (a superset of the keys DESIGN §6 requires).
+Keys and their order follow tests/data/rocketmq-4.9.4/dumps (a superset of the keys DESIGN §6 requires).
 ``properties`` is a JSON object (sorted keys, as in the samples); ``body`` is the body as text.
 """
 

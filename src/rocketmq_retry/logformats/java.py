@@ -1,4 +1,4 @@
-"""How RocketMQ's Java objects render themselves in log lines (reference §6.2, §2.5; samples/rocketmq-4.9.4).
+"""How RocketMQ's Java objects render themselves in log lines (§6.2, §2.5; tests/data/rocketmq-4.9.4).
 
 ``MessageExt.toString()``, ``Message.toString()``, ``MessageQueue.toString()``, ``Arrays.toString(byte[])`` and the
 iteration order of a ``java.util.HashMap`` (the ``properties={…}`` order in every dumped message), plus the two
@@ -47,7 +47,7 @@ def hashmap_order(keys: Iterable[str], initial_capacity: int = 16) -> list[str]:
     """Keys in the order a ``HashMap`` filled in ``keys`` order iterates them.
 
     Buckets in index order, insertion order inside a bucket (resizes keep it; no bucket here gets long enough to
-    be treeified). Checked against every ``properties={…}`` in samples/rocketmq-4.9.4/client, e.g.
+    be treeified). Checked against every ``properties={…}`` in tests/data/rocketmq-4.9.4/client, e.g.
     ``{MIN_OFFSET=0, MAX_OFFSET=1, KEYS=…, CONSUME_START_TIME=…, UNIQ_KEY=…, CLUSTER=…, TAGS=…}``.
     """
     keys = list(keys)
@@ -107,7 +107,8 @@ def render_body(body: bytes) -> str:
 def store_size(topic: str, body: bytes, stored_properties: Mapping[str, str]) -> int:
     """``storeSize`` of a message in the commit log (``CommitLog.calMsgLength``, IPv4 hosts): 91 fixed bytes + body
     + topic + the properties string (``K\u0001V\u0002…`` without its last separator). Checked against every
-    ``MessageExt`` in samples/…/client (client-added MIN_OFFSET/MAX_OFFSET/CONSUME_START_TIME excluded)."""
+    ``MessageExt`` in tests/data/rocketmq-4.9.4/client (client-added
+    MIN_OFFSET/MAX_OFFSET/CONSUME_START_TIME excluded)."""
     props = sum(len(k.encode()) + len(v.encode()) + 2 for k, v in stored_properties.items())
     return 91 + len(body) + len(topic.encode()) + max(0, props - 1)
 
@@ -184,7 +185,8 @@ def topic_config_to_string(
     with_attributes: bool = True,
 ) -> str:
     """``TopicConfig.toString()`` as logged by L-B1 ``create new topic {}`` (§6.3). 4.x has no ``attributes``
-    (samples broker.log); ``perm`` is ``PermName.perm2String`` (``RW-``, ``-W-`` for ≤ 4.9.1 DLQs)."""
+    (tests/data/rocketmq-4.9.4/broker/broker.log);
+    ``perm`` is ``PermName.perm2String`` (``RW-``, ``-W-`` for ≤ 4.9.1 DLQs)."""
     tail = ", attributes={}" if with_attributes else ""
     return (
         f"TopicConfig [topicName={topic}, readQueueNums={read_queue_nums}, writeQueueNums={write_queue_nums}, "

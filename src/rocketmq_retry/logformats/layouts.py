@@ -1,4 +1,4 @@
-"""Line layouts of every text format (reference §6.1, §6.4, §12; samples/rocketmq-4.9.4).
+"""Line layouts of every text format (docs/rocketmq-rules.md §6.1, §6.4, §12; tests/data/rocketmq-4.9.4).
 
 For each format: how one event is rendered (prefix, message, throwable, line end) and a regex over one physical
 line that the Spark parser uses to split a file into entries. A physical line that does not match its format's
@@ -26,7 +26,8 @@ LF = "\n"
 # --- rocketmq-client-4x -------------------------------------------------------------------------------------
 # ClientLogger / LoggingBuilder.DefaultLayout (§6.1): "<ts> <LEVEL> <loggerName> - <msg>\r\n", level not padded.
 # The throwable follows line by line, each line ending in \r\n, and its text (Throwable.printStackTrace split on
-# line breaks) ends with an empty line: every stack trace in samples/…/client is followed by a bare "\r\n".
+# line breaks) ends with an empty line: every stack trace in tests/data/rocketmq-4.9.4/client is followed by a
+# bare "\r\n".
 CLIENT_4X_LINE_ENDING = CRLF
 CLIENT_4X_LOGGERS = ("RocketmqClient", "RocketmqCommon", "RocketmqRemoting")
 CLIENT_4X_LINE_RE = (

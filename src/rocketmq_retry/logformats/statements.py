@@ -1,4 +1,4 @@
-"""The exact log statements that expose retry transitions, with their reference ids (§6.2, §6.3, §6.4, §5.3, §5.6).
+"""The exact log statements that expose retry transitions, with their statement ids (§6.2, §6.3, §6.4, §5.3, §5.6).
 
 Templates keep the source's own placeholders: SLF4J ``{}``. 4.x statements built with ``String.format`` render
 identically, so one template serves both. :func:`fill` renders a template; :func:`template_regex` turns it into a
@@ -156,7 +156,7 @@ L_B7 = Statement(
     "5.x",
     "RocketmqDLQ",
 )
-# Stats lines (§6.3 L-B9, L-B10; samples broker/stats.log).
+# Stats lines (§6.3 L-B9, L-B10; tests/data/rocketmq-4.9.4/broker/stats.log).
 STATS_MINUTE = "[{}] [{}] Stats In One Minute, SUM: {} TPS: {} AVGPT: {}"
 STATS_MINUTE_RT = "[{}] [{}] Stats In One Minute, TIMES: {} AVGRT: {}"
 SNDBCK_PUT_NUMS = "SNDBCK_PUT_NUMS"

@@ -1,4 +1,4 @@
-"""Broker ``stats.log`` lines (reference §6.3 L-B9/L-B10; samples broker/stats.log).
+"""Broker ``stats.log`` lines (docs/rocketmq-rules.md §6.3 L-B9/L-B10; tests/data/rocketmq-4.9.4/broker/stats.log).
 
 ``StatsItem`` samples its counter every 10 s and keeps 7 snapshots; the per-minute line printed at minute P reports
 ``SUM`` = the increase between its first and last snapshot and ``TPS`` = SUM per second over that span. In the

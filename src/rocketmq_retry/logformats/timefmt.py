@@ -1,4 +1,4 @@
-"""Timestamp layouts of each format and the zones they are written in (reference §6.1, §12; DESIGN §4).
+"""Timestamp layouts of each format and the zones they are written in (docs/rocketmq-rules.md §6.1, §12; DESIGN §4).
 
 Every layout is given three ways: the Java/logback pattern it comes from, a Python renderer from epoch ms,
 and a regex plus ``to_timestamp`` pattern for the Spark parser.
@@ -41,7 +41,7 @@ CLIENT_5X_TS = TimestampLayout(
     r"\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}\.\d{3}",
     True,
 )
-# Broker logback: %d{yyy-MM-dd HH:mm:ss,GMT+8}: no milliseconds (§6.1, §12, samples broker/*.log).
+# Broker logback: %d{yyy-MM-dd HH:mm:ss,GMT+8}: no milliseconds (§6.1, §12, tests/data/rocketmq-4.9.4/broker/*.log).
 BROKER_TS = TimestampLayout(
     "broker", "yyy-MM-dd HH:mm:ss,GMT+8", "yyyy-MM-dd HH:mm:ss", r"\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}", False
 )

@@ -1,4 +1,4 @@
-"""Message-trace records: bodies of ``RMQ_SYS_TRACE_TOPIC`` messages (reference §7.1, §7.2, §12).
+"""Message-trace records: bodies of ``RMQ_SYS_TRACE_TOPIC`` messages (docs/rocketmq-rules.md §7.1, §7.2, §12).
 
 Fields are separated by U+0001 (``CONTENT_SPLITOR``) and every record ends with U+0002 (``FIELD_SPLITOR``).
 Field indexes are those after ``split(CONTENT_SPLITOR)`` (§7.2).
@@ -12,7 +12,7 @@ CONTENT_SPLITOR = "\u0001"
 FIELD_SPLITOR = "\u0002"
 TRACE_TOPIC = "RMQ_SYS_TRACE_TOPIC"
 DEFAULT_REGION = "DefaultRegion"
-# 4.9.4 writes the literal "null" as the SubBefore region (§12, samples dumps/trace-topic.jsonl).
+# 4.9.4 writes the literal "null" as the SubBefore region (§12, tests/data/rocketmq-4.9.4/dumps/trace-topic.jsonl).
 REGION_NULL = "null"
 TRACE_PRODUCER_GROUP_PREFIX = "_INNER_TRACE_PRODUCER"
 TRACE_MAX_BODY = 128_000  # maxMessageSize: the dispatcher flushes a body at this size (§7.1)

@@ -130,7 +130,7 @@ class Startup:
         return t
 
     def _broker_registers(self, g: GroupRun, inst: Instance, broker: world.Broker, hb: int) -> None:
-        """The heartbeat registers the consumer and creates ``%RETRY%<group>`` (§2.4, samples broker.log)."""
+        """The heartbeat registers the consumer and creates ``%RETRY%<group>`` (§2.4, the sample broker.log)."""
         model = "BROADCASTING" if g.broadcasting else "CLUSTERING"
         self.writer.broker_line(
             broker,
