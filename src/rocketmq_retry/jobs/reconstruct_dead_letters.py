@@ -1,0 +1,75 @@
+"""Dead letters of D (DESIGN §4): the lifecycles that ended DEAD_LETTERED with their DLQ arrival (observed, or
+inferred from the engine) on D, with the compensation route and whether compensation may act on them."""
+
+from __future__ import annotations
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+
+from rocketmq_retry.config import Config
+from rocketmq_retry.jobs.reconstruct_facts import KEY
+from rocketmq_retry.jobs.reconstruct_lifecycles import business_key
+
+
+def compensable() -> Column:
+    """A dead letter compensation may act on: its DLQ arrival was observed (a DLQ copy, the broker's or the SDK's DLQ
+    line), or the engine's answer for its last failure is the DLQ (its group's threshold reached, or a path that
+    dead-letters earlier, such as the 4.x fallback re-publish) and that failure was observed. Its group is
+    established by construction: a row no evidence gave a group never reaches a lifecycle."""
+    observed = F.col("dlq_ms").isNotNull()
+    engine_agrees = F.coalesce(F.col("last_engine_action") == "DEAD_LETTER", F.lit(False))
+    return observed | (engine_agrees & F.coalesce(F.col("last_fail_seen"), F.lit(False)))
+
+
+def review_reason() -> Column:
+    """Why a dead letter is held for review rather than compensated (null when it is compensable)."""
+    return (
+        F.when(compensable(), F.lit(None).cast("string"))
+        .when(
+            ~F.coalesce(F.col("last_engine_action") == "DEAD_LETTER", F.lit(False)),
+            F.lit("DLQ inferred, but the engine's answer for the last failure is not the DLQ"),
+        )
+        .otherwise(F.lit("DLQ inferred, but the failure of the last delivery was not observed"))
+    )
+
+
+def compensation_handler(config: Config) -> Column:
+    expr: Column = F.lit(None).cast("string")
+    for route in reversed(config.compensation.routes):  # first match wins
+        cond = F.lit(True)
+        if route.topic != "*":
+            cond = cond & (F.col("original_topic") == route.topic)
+        if route.group != "*":
+            cond = cond & (F.col("consumer_group") == route.group)
+        expr = F.when(cond, F.lit(route.handler)).otherwise(expr)
+    return expr
+
+
+def dead_letters_from(life: DataFrame, config: Config, day_bounds: tuple[int, int]) -> DataFrame:
+    """The ``dead_letters`` rows of the day ``day_bounds`` (epoch ms, start inclusive, end exclusive) from the
+    lifecycles (``reconstruct_lifecycles.lifecycles_from``): an observed DLQ arrival on D, else an inferred one
+    expected on D."""
+    d0, d1 = day_bounds
+    dlq_dead = F.col("final_state") == "DEAD_LETTERED"
+    dlq_at = F.coalesce(F.col("dlq_ms"), F.col("last_next_expected_ms"))
+    return life.where(
+        dlq_dead
+        & (F.coalesce(F.col("dlq_in_day"), F.lit(False)) | (F.col("dlq_ms").isNull() & (dlq_at >= d0) & (dlq_at < d1)))
+    ).select(
+        *KEY,
+        "original_topic",
+        F.timestamp_millis(dlq_at).alias("dlq_at"),
+        F.coalesce(F.col("dlq_r"), F.col("last_attempt") + F.col("dlq_copy_offset"))
+        .cast("int")
+        .alias("reconsume_times"),
+        "keys",
+        "tags",
+        business_key(config).alias("business_key"),
+        "body",
+        compensation_handler(config).alias("compensation_handler"),
+        F.col("dlq_ms").isNull().alias("dlq_inferred"),
+        F.col("ev_dlq").alias("evidence"),
+        "attribution",
+        compensable().alias("compensable"),
+        review_reason().alias("review_reason"),
+    )

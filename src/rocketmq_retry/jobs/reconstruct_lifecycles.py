@@ -1,0 +1,229 @@
+"""Lifecycles: per (consumer_group, msg_id), the final and expected states, evidence class and anomalies
+(docs/reconstruction.md, "Final states", "Anomalies"), from the lifecycle facts, the attempt plan and the
+transitions. Each derived column is one ``Column`` function; ``lifecycles_from`` joins and applies them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+
+from rocketmq_retry.config import Config
+from rocketmq_retry.jobs.reconstruct_facts import KEY
+
+RETRY_ACTIONS = ("SCHEDULED_RETRY", "REPUBLISHED_RETRY", "LOCAL_RESUBMIT", "ORDERLY_SUSPEND", "INVISIBLE_RETRY",
+                 "FIFO_LOCAL_RETRY")  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Thresholds:
+    """Anomaly thresholds (docs/reconstruction.md, "Anomalies")."""
+
+    late_min_ms: int = 30_000  # LATE_REDELIVERY: drift above max(this, late_factor x the hop's delay)
+    late_factor: float = 1.0
+    orderly_block_ms: int = 60_000  # ORDERLY_QUEUE_BLOCKED: one message held its queue longer than this
+    # DELIVERY_AFTER_DLQ: consumer hosts and the broker keep their own clocks (a trace SubBefore carries the
+    # consumer's time, a DLQ copy the broker's storeTimestamp), and the broker's log lines carry whole seconds
+    # (§6.1: a 5.x `send msg to DLQ` line reads up to 999 ms early), so "after" means later by more than this
+    clock_skew_ms: int = 2_000
+
+
+def last_attempts(plan: DataFrame) -> DataFrame:
+    """Per lifecycle: its last attempt's outcome, action and timing."""
+    return plan.where(F.col("is_last")).select(
+        *KEY,
+        F.col("outcome").alias("last_outcome"),
+        F.col("hop_action").alias("last_action"),
+        F.col("engine_action").alias("last_engine_action"),
+        F.col("next_expected_ms").alias("last_next_expected_ms"),
+        F.col("wait_ms").alias("last_wait_ms"),
+        F.col("fail_t").alias("last_fail_ms"),
+        F.col("attempt").alias("last_attempt"),
+        F.coalesce("fail_at", "drop_at", "sendback_at", "sbf_at", "local_at", "sched_at", "ready_at")
+        .isNotNull()
+        .alias("last_fail_seen"),
+    )
+
+
+def attempt_totals(plan: DataFrame) -> DataFrame:
+    """Per lifecycle: deliveries (at least one per attempt), the most of one attempt, the first consumption."""
+    return plan.groupBy(*KEY).agg(
+        F.sum(F.greatest(F.coalesce(F.col("n_delivered"), F.lit(0)), F.lit(1))).alias("deliveries"),
+        F.max(F.coalesce(F.col("n_delivered"), F.lit(0))).alias("max_n_delivered"),
+        F.min(F.coalesce(F.col("fail_t"), F.col("seen_at"))).alias("first_consume_ms"),
+    )
+
+
+def hop_stats(trans: DataFrame, th: Thresholds) -> DataFrame:
+    """Per lifecycle, from its transitions: any inferred hop, redelivery drift, lateness, a missing delivery."""
+    delivered = F.col("to_state") == "DELIVERED"
+    return trans.groupBy(*KEY).agg(
+        F.max(F.col("inferred").cast("int")).alias("any_inferred"),
+        F.max(
+            F.when(
+                delivered & (F.col("reconsume_times") > 0) & F.col("drift_ms").isNotNull(),
+                F.col("drift_ms"),
+            )
+        ).alias("max_redelivery_drift"),
+        F.max(
+            F.when(
+                delivered & F.col("drift_ms").isNotNull(),
+                F.col("drift_ms")
+                - F.greatest(
+                    F.lit(th.late_min_ms),
+                    (F.col("_prev_wait") * F.lit(th.late_factor)).cast("long"),
+                ),
+            )
+        ).alias("late_excess"),
+        F.max(F.when(delivered & F.col("inferred") & F.col("_trace_like"), F.lit(1))).alias("missing_delivery"),
+    )
+
+
+def _dlq_seen() -> Column:
+    return F.col("dlq_ms").isNotNull()
+
+
+def _retry_pending() -> Column:
+    return F.col("last_action").isin(*RETRY_ACTIONS)
+
+
+def _overdue(th: Thresholds) -> Column:
+    """When the last failure's redelivery is late beyond doubt."""
+    return F.col("last_next_expected_ms") + F.greatest(
+        F.lit(th.late_min_ms), (F.coalesce(F.col("last_wait_ms"), F.lit(0)) * th.late_factor).cast("long")
+    )
+
+
+def silent_success(th: Thresholds) -> Column:
+    # An overdue redelivery with nothing after it, in a lifecycle whose sources do not record deliveries (no trace):
+    # a further failure would have left a copy, a line or a DLQ arrival, so the redelivery succeeded silently (the
+    # same reasoning as silent consumptions). With a delivery-recording source the gap is SILENT_LOSS instead.
+    return (
+        (F.col("last_outcome") == "FAILED")
+        & _retry_pending()
+        & (_overdue(th) < F.col("horizon_ms"))
+        & ~F.coalesce(F.col("has_delivery_records"), F.lit(False))
+    )
+
+
+def final_state(th: Thresholds) -> Column:
+    return (
+        F.when(_dlq_seen(), "DEAD_LETTERED")
+        .when(F.col("last_outcome") == "OK", "CONSUMED")
+        .when(F.col("last_action") == "DROPPED", "DROPPED")
+        .when(
+            (F.col("last_action") == "DEAD_LETTER"),
+            F.when(F.col("last_next_expected_ms") <= F.col("horizon_ms"), "DEAD_LETTERED").otherwise("IN_RETRY"),
+        )
+        .when(_retry_pending() & (_overdue(th) >= F.col("horizon_ms")), "IN_RETRY")
+        .when(silent_success(th), "CONSUMED")
+        .otherwise("UNKNOWN")
+    )
+
+
+def expected_final_state() -> Column:
+    """What the engine's answer for the last attempt makes the final state."""
+    ea = F.col("last_engine_action")
+    return (
+        F.when(F.col("last_outcome") == "OK", "CONSUMED")
+        .when(
+            F.col("last_outcome") == "FAILED",
+            F.when(ea == "DEAD_LETTER", "DEAD_LETTERED")
+            .when(ea == "DROPPED", "DROPPED")
+            .when(ea.isNotNull(), "IN_RETRY"),
+        )
+        .otherwise("UNKNOWN")
+    )
+
+
+def anomalies(th: Thresholds) -> Column:
+    """The sorted, distinct anomaly names of a lifecycle (docs/reconstruction.md, "Anomalies")."""
+    is_bcast = F.col("mode") == "BROADCASTING"
+    found = F.array_sort(
+        F.filter(
+            F.array(
+                F.when(
+                    _dlq_seen()
+                    & F.col("dlq_threshold").isNotNull()
+                    & (F.col("last_attempt") < F.col("dlq_threshold"))
+                    & (F.col("last_engine_action") != "DEAD_LETTER"),
+                    F.lit("EARLY_DLQ"),
+                ),
+                F.when(F.col("late_excess") > 0, F.lit("LATE_REDELIVERY")),
+                F.when(F.col("missing_delivery") == 1, F.lit("MISSING_HOP")),
+                F.when(
+                    _dlq_seen() & (F.col("last_delivery_ms") > F.col("dlq_ms") + th.clock_skew_ms),
+                    F.lit("DELIVERY_AFTER_DLQ"),
+                ),
+                F.when(is_bcast & (F.coalesce(F.col("last_attempt"), F.lit(0)) > 0), F.lit("RETRY_IN_BROADCAST")),
+                F.when(is_bcast & F.col("max_copy").isNotNull(), F.lit("RETRY_IN_BROADCAST")),
+                F.when(~is_bcast & (F.col("max_n_delivered") > 1), F.lit("DUPLICATE_CONSUME")),
+                F.when(
+                    (F.col("mode") == "ORDERLY")
+                    & ((F.coalesce("dlq_ms", "last_ms") - F.col("first_consume_ms")) > th.orderly_block_ms),
+                    F.lit("ORDERLY_QUEUE_BLOCKED"),
+                ),
+                F.when(
+                    (F.col("final_state") == "UNKNOWN") & _retry_pending() & F.col("has_delivery_records"),
+                    F.lit("SILENT_LOSS"),
+                ),
+            ),
+            lambda c: c.isNotNull(),
+        )
+    )
+    return F.array_distinct(found)
+
+
+def evidence_class() -> Column:
+    return (
+        F.when(F.col("final_state") == "UNKNOWN", "UNDETERMINABLE")
+        .when(F.coalesce(F.col("any_inferred"), F.lit(1)) == 1, "PARTIAL")
+        .otherwise("FULL")
+    )
+
+
+def lifecycles_from(lc: DataFrame, plan: DataFrame, trans: DataFrame, th: Thresholds, horizon_ms: int) -> DataFrame:
+    x = (
+        lc.join(last_attempts(plan), KEY, "left")
+        .join(attempt_totals(plan), KEY, "left")
+        .join(hop_stats(trans, th), KEY, "left")
+        .withColumn("horizon_ms", F.lit(horizon_ms))
+    )
+    x = x.withColumn("final_state", final_state(th))
+    # the redelivery that succeeded silently is one more (inferred) delivery
+    x = x.withColumn("deliveries", F.col("deliveries") + F.when(silent_success(th) & ~_dlq_seen(), 1).otherwise(0))
+    x = x.withColumn("expected_final_state", expected_final_state())
+    x = x.withColumn("anomalies", anomalies(th))
+    return x.withColumn("evidence_class", evidence_class())
+
+
+def business_key(config: Config) -> Column:
+    bk = config.compensation.business_key
+    if bk.from_ == "body" and bk.json_path:
+        return F.get_json_object(F.col("body"), bk.json_path)
+    # KEYS holds space-separated keys (§7.2 "Keys Keys2"); the first is the business key.
+    return F.nullif(F.split(F.coalesce(F.col("keys"), F.lit("")), " ").getItem(0), F.lit(""))
+
+
+def lifecycles_table(life: DataFrame, config: Config) -> DataFrame:
+    """The written ``lifecycles`` columns (DESIGN §4)."""
+    return life.select(
+        *KEY,
+        "original_topic",
+        "keys",
+        "tags",
+        business_key(config).alias("business_key"),
+        F.timestamp_millis("first_ms").alias("first_seen"),
+        F.timestamp_millis("last_ms").alias("last_seen"),
+        F.col("deliveries").cast("int").alias("deliveries"),
+        "final_state",
+        "expected_final_state",
+        F.col("max_reconsume_times").cast("int").alias("max_reconsume_times"),
+        "anomalies",
+        "evidence_class",
+        "evidence_sources",
+        "linked_by",
+        "attribution",
+        "instances",
+    )
