@@ -34,7 +34,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from rocketmq_retry.config import load_config
-from rocketmq_retry.dates import date_arg
+from rocketmq_retry.dates import partition_date
 from rocketmq_retry.errors import InputError, UserError
 from rocketmq_retry.jobs import lifecycle_schedule as sched
 from rocketmq_retry.jobs.attribution import REASONS, read_bindings
@@ -151,7 +151,7 @@ def evidence_report(obs: DataFrame) -> dict[str, int]:
 
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="rocketmq-retry reconstruct", description=__doc__.split("\n\n")[0])
-    p.add_argument("--date", required=True, type=date_arg, help="partition date YYYY-MM-DD")
+    p.add_argument("--date", required=True, help="partition date YYYY-MM-DD")
     p.add_argument("--warehouse", required=True, help="warehouse root holding events/dt=D")
     p.add_argument("--config", default=None, help="configuration YAML (default: $ROCKETMQ_RETRY_CONFIG or defaults)")
     p.add_argument(
@@ -175,6 +175,7 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
+        partition_date(args.date, what="--date")  # exit status 2 with the one parser's message
         return _run(args)
     except UserError as exc:
         print(f"rocketmq-retry reconstruct: {exc}", file=sys.stderr)
