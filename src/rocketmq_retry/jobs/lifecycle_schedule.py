@@ -19,8 +19,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
+from rocketmq_retry.engine import next_hop as engine_next_hop
 from rocketmq_retry.engine.model import (
-    INTEGER_MAX_VALUE,
     ConsumeMode,
     ConsumeOutcome,
     FailedDelivery,
@@ -30,8 +30,6 @@ from rocketmq_retry.engine.model import (
     NextHop,
     Protocol,
     SendBackFault,
-    dlq_topic,
-    pop_retry_topic,
 )
 
 VARIANTS = ("NONE", "TIMEOUT", "RPC_FAILED", "LOCAL", "DLQ_OVERRIDE")
@@ -41,79 +39,11 @@ MARGIN = 2
 # look-back and the expected delivery count; the table itself always covers what the data shows.
 PATH_CAP = 64
 
-try:  # The engine helper's public API (DESIGN §5); fall back to the minimal rules below until it lands.
-    from rocketmq_retry.engine import next_hop as _engine_next_hop  # type: ignore[attr-defined]
-except ImportError:  # pragma: no cover - exercised only before the engine lands
-    _engine_next_hop = None
 
-
-def engine_available() -> bool:
-    return _engine_next_hop is not None
-
-
-def _fallback_next_hop(policy: GroupPolicy, failure: FailedDelivery) -> NextHop:
-    """The subset of the engine's rules reconstruction needs, used only while ``engine.next_hop`` is missing."""
-    r, at = failure.reconsume_times, failure.failed_at_ms
-    table, group = policy.delay_levels, policy.group
-    if policy.message_model is MessageModel.BROADCASTING:  # §1.3: broadcasting never sends back
-        return NextHop(HopAction.DROPPED, None, None, None, 0, at, r, rule="§1.3")
-    if policy.consume_mode is ConsumeMode.ORDERLY:  # §4
-        mx = INTEGER_MAX_VALUE if policy.max_reconsume_times == -1 else policy.max_reconsume_times
-        if r >= mx:
-            if policy.broker_major == 4:  # §2.3/§12: waits in SCHEDULE_TOPIC_XXXX at 3 + r, copy keeps r
-                level = table.clamp(3 + r)
-                d = table.delay_ms(level)
-                return NextHop(
-                    HopAction.DEAD_LETTER, dlq_topic(group), 0, level, d, at + d, r, rule="§4", via_schedule_topic=True
-                )
-            return NextHop(HopAction.DEAD_LETTER, dlq_topic(group), 0, None, 0, at, r + 1, rule="§4")
-        d = min(max(policy.suspend_current_queue_time_millis, 10), 30_000)
-        return NextHop(
-            HopAction.ORDERLY_SUSPEND, failure.original_topic or None, None, None, d, at + d, r + 1, rule="§4"
-        )
-    if policy.protocol is Protocol.GRPC or policy.consume_mode in (ConsumeMode.POP, ConsumeMode.SIMPLE):
-        attempts = policy.retry_max_times + 1  # §5.2, §5.4
-        if r + 1 >= attempts:
-            return NextHop(HopAction.DEAD_LETTER, dlq_topic(group), 0, None, 0, at, r + 2, rule="§5.4")
-        nxt = getattr(policy.retry_policy, "next_ms", ()) or table.levels_ms
-        d = nxt[min(r, len(nxt) - 1)]
-        topic = pop_retry_topic(group, failure.original_topic or "")
-        return NextHop(HopAction.INVISIBLE_RETRY, topic, 0, None, d, at + d, r + 1, rule="§5.3")
-    mx = 16 if policy.max_reconsume_times == -1 else policy.max_reconsume_times  # §1.4
-    if policy.retry_queue_nums <= 0:  # §2.2 step 4
-        return NextHop(HopAction.DROPPED, None, None, None, 0, at, r, rule="§2.2")
-    if failure.send_back_fault is SendBackFault.RPC_AND_FALLBACK_FAILED:  # §1.3
-        return NextHop(
-            HopAction.LOCAL_RESUBMIT, failure.original_topic or None, None, None, 5000, at + 5000, r + 1, rule="§1.3"
-        )
-    level_override = failure.delay_level_when_next_consume
-    if failure.send_back_fault is SendBackFault.RPC_FAILED:  # §1.4 fallback: 3 + r, DLQ one hop earlier in 4.x
-        dlq = (r + 1 >= mx) if policy.broker_major == 4 else (r + 1 > mx)
-        if dlq:
-            return NextHop(HopAction.DEAD_LETTER, dlq_topic(group), 0, None, 0, at, r + 1, rule="§2.3")
-        level = table.clamp(3 + r)
-        d = table.delay_ms(level)
-        return NextHop(
-            HopAction.REPUBLISHED_RETRY, "SCHEDULE_TOPIC_XXXX", level - 1, level, d, at + d, r + 1, rule="§1.4"
-        )
-    if r >= mx or level_override < 0:  # §2.2 step 10
-        return NextHop(HopAction.DEAD_LETTER, dlq_topic(group), 0, None, 0, at, r + 1, rule="§2.2")
-    # §1.6: a timed-out message goes back at the fixed level 3.
-    level = 3 if failure.outcome is ConsumeOutcome.TIMEOUT else (level_override if level_override > 0 else 3 + r)
-    level = table.clamp(level)
-    d = table.delay_ms(level)
-    return NextHop(HopAction.SCHEDULED_RETRY, "SCHEDULE_TOPIC_XXXX", level - 1, level, d, at + d, r + 1, rule="§2.2")
-
-
-def next_hop(policy: GroupPolicy, failure: FailedDelivery) -> NextHop | None:
-    """The engine's answer, or None when the engine rejects the group's configuration (e.g. gRPC on a 4.x broker);
-    such groups get no expectations and their lifecycles are reported from evidence alone."""
-    try:
-        if _engine_next_hop is not None:
-            return _engine_next_hop(policy, failure)
-        return _fallback_next_hop(policy, failure)
-    except ValueError:
-        return None
+def next_hop(policy: GroupPolicy, failure: FailedDelivery) -> NextHop:
+    """The engine's answer. A group the engine cannot model (e.g. gRPC on a 4.x broker) never gets here: the
+    config refuses it when it is loaded, and groups that are not configured get the default remoting policy."""
+    return engine_next_hop(policy, failure)
 
 
 def _failure(variant: str, r: int, original_topic: str) -> FailedDelivery:

@@ -206,10 +206,7 @@ def _run(args: argparse.Namespace) -> int:
         shuffle_partitions=s.shuffle_partitions,
         conf=s.conf,
     )
-    print(
-        f"reconstruct {args.date}: look-back {lookback_ms // 1000}s, "
-        f"engine={'rocketmq_retry.engine' if sched.engine_available() else 'fallback rules'}"
-    )
+    print(f"reconstruct {args.date}: look-back {lookback_ms // 1000}s")
     events = read_events(spark, args.warehouse, args.date, lookback_ms, config.timezone)
     bindings = read_bindings(spark, args.warehouse, args.date, config.attribution.lookback_days)
     out = reconstruct(spark, events, config, args.date, thresholds=th, bindings=bindings)

@@ -104,7 +104,7 @@ def reconstruct(
     dead_letters = dead_letters_from(life, config, bounds)
     group_topics = life.select("consumer_group", F.col("original_topic").alias("topic")).distinct()
     recon = reconciliation(spark, obs, transitions, plan, groups, group_topics, bounds, horizon_ms)
-    report = {"groups": [s.group for s in summaries], "horizon_ms": horizon_ms, "engine": sched.engine_available()}
+    report = {"groups": [s.group for s in summaries], "horizon_ms": horizon_ms}
     unattributed = unattributed_of(obs.where(F.col("in_day")), config)
     return Outputs(
         transitions, lifecycles, dead_letters, recon, unattributed, obs, report, [obs, lc, plan, trans_full, life]
