@@ -466,6 +466,16 @@ def _date_log_lines(pre: DataFrame, ds: str, day_zone: str) -> DataFrame:
             F.first(head_ts, ignorenulls=True).over(whole).alias("first_head_ts"),
             F.max(F.col("is_head").cast("int")).over(upto).alias("head_seen"),
             F.last(F.col("lp1_msg"), ignorenulls=True).over(before).alias("last_lp1_msg"),
+            # what the nearest line above that is not wrapped text is: a wrapped line needs a head line, an
+            # exception line or a Caused by line there (a run's anchor is the head line just before it)
+            F.last(
+                F.when(F.col("cont") == "text", None)
+                .when(F.col("is_head") & F.col("ts").isNotNull(), F.lit("head"))
+                .otherwise(F.coalesce(F.col("cont"), F.lit("other"))),
+                ignorenulls=True,
+            )
+            .over(before)
+            .alias("wraps"),
         )
         .filter(NEEDS_NEIGHBOURS)
         .drop("_anchor")
@@ -476,7 +486,12 @@ def _date_log_lines(pre: DataFrame, ds: str, day_zone: str) -> DataFrame:
     line_ts = F.coalesce(F.col("ts"), F.col("prev_head_ts"), F.col("first_head_ts"))
     line_date = F.coalesce(F.to_date(F.from_utc_timestamp(line_ts, day_zone)), d)
     orphan = (F.col("cat0") == "continuation") & (F.coalesce(F.col("head_seen"), F.lit(0)) == 0)
-    cat = F.when(orphan, F.lit("quarantined")).otherwise(F.col("cat0"))
+    unwrapped = (
+        (F.col("cat0") == "continuation")
+        & (F.col("cont") == "text")
+        & ~F.coalesce(F.col("wraps").isin("head", "exception", "cause"), F.lit(False))
+    )
+    cat = F.when(orphan | unwrapped, F.lit("quarantined")).otherwise(F.col("cat0"))
     w = w.withColumn("line_date", line_date).withColumn(
         "category", F.when(F.col("line_date") != d, F.lit("other_date")).otherwise(cat)
     )
@@ -503,6 +518,7 @@ def _date_log_lines(pre: DataFrame, ds: str, day_zone: str) -> DataFrame:
         "category",
         F.when(F.col("category") == "ignored", F.col("why")).alias("kind"),
         F.when(is_q & orphan, F.lit("continuation line before any head line in the file"))
+        .when(is_q & unwrapped, F.lit(P.NOT_CONTINUATION))
         .when(is_q, F.col("why"))
         .alias("reason"),
         F.when(is_q, F.col("raw")).alias("raw"),
