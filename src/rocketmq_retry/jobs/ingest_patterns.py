@@ -58,6 +58,9 @@ CONT_EXCEPTION = r"^([A-Za-z_$][\w$]*\.)+[A-Za-z_$][\w$]*(Exception|Error|Throwa
 # A wrapped message line: printable text (tabs allowed) of at most this many characters, right after the head
 # line, an exception line or a Caused by line, or after another wrapped line of the same run.
 WRAPPED_MAX_CHARS = 4096
+# ... but not a line that holds a piece of a head: the rest of a record cut inside its head ("…Client - msg",
+# "…Logger : msg") or a level with what follows it in a layout. Such a line is damage, not a message.
+HEAD_PIECE = r"^\S+ [-:] |\b" + LEVELS + r"\s+(\d+\s+---\s|\S+ - )"
 TEXT_BAD_CHARS = r"[\x00-\x08\x0A-\x1F\x7F-\x9F\x{FFFD}]"
 NOT_CONTINUATION = "line without a log head that is not a continuation"
 

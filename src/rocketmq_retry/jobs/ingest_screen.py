@@ -272,7 +272,8 @@ def screen_log_lines(lines: DataFrame, ds: str, zones: tuple[str, ...] = ()) -> 
               WHEN safe RLIKE {sql_str(P.CONT_CAUSE)} THEN 'cause'
               WHEN trim(safe) = '' THEN 'blank'
               WHEN safe RLIKE {sql_str(P.CONT_EXCEPTION)} THEN 'exception'
-              WHEN length(safe) <= {P.WRAPPED_MAX_CHARS} AND NOT safe RLIKE {sql_str(P.TEXT_BAD_CHARS)} THEN 'text'
+              WHEN length(safe) <= {P.WRAPPED_MAX_CHARS} AND NOT safe RLIKE {sql_str(P.TEXT_BAD_CHARS)}
+                   AND NOT safe RLIKE {sql_str(P.HEAD_PIECE)} THEN 'text'
             END) AS cont""",
     )
     out = df.selectExpr(
