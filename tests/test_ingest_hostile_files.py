@@ -6,7 +6,9 @@ Each case is a tiny literal landing run through the real job (``run_ingest`` or 
 
 from __future__ import annotations
 
+import contextlib
 import gzip
+import io
 import os
 import pathlib
 from typing import Any
@@ -106,17 +108,17 @@ def damaged(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> dict[str, A
         "ingest: {max_expanded_bytes: 1048576, max_line_bytes: 65536}\n"
     )
     wh = root / "wh"
-    return {"cli": cli, "args": ["--date", DS, "--landing", str(root / "landing"), "--warehouse", str(wh)],
-            "cfg": cfg, "wh": wh, "long_offset": len(GOOD.format(n=5)) + 1}  # fmt: skip
+    args = ["--date", DS, "--landing", str(root / "landing"), "--warehouse", str(wh), "--config", str(cfg)]
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        code = cli(args)
+    return {"code": code, "out": out.getvalue(), "tables": _tables(spark, wh), "long_offset": len(GOOD.format(n=5)) + 1}
 
 
 @pytest.mark.spark
-def test_damaged_gzip_files_are_quarantined_whole_and_the_day_goes_on(
-    spark: Any, damaged: dict[str, Any], capsys: pytest.CaptureFixture[str]
-) -> None:
-    assert damaged["cli"]([*damaged["args"], "--config", str(damaged["cfg"])]) == 0
-    out = capsys.readouterr().out
-    tables = _tables(spark, damaged["wh"])
+def test_damaged_gzip_files_are_quarantined_whole_and_the_day_goes_on(damaged: dict[str, Any]) -> None:
+    assert damaged["code"] == 0
+    out, tables = damaged["out"], damaged["tables"]
     assert sorted((e["source_file"], e["line_no"], e["msg_id"]) for e in tables["events"]) == [
         ("app/current.log", 1, "U1"),
         ("app/good.log.1.gz", 1, "U2"),
@@ -140,9 +142,8 @@ def test_damaged_gzip_files_are_quarantined_whole_and_the_day_goes_on(
 
 
 @pytest.mark.spark
-def test_over_long_line_is_quarantined_with_file_and_offset(spark: Any, damaged: dict[str, Any]) -> None:
-    # runs after the test above (module order); its warehouse holds the day
-    tables = _tables(spark, damaged["wh"])
+def test_over_long_line_is_quarantined_with_file_and_offset(damaged: dict[str, Any]) -> None:
+    tables = damaged["tables"]
     rows = [q for q in tables["quarantine"] if q["line_no"] is not None]
     assert [(q["source_file"], q["line_no"], q["reason"], q["byte_offset"]) for q in rows] == [
         ("app/long.log", 2, "line of 65536 bytes or more", damaged["long_offset"])
