@@ -4,9 +4,9 @@ Two passes, bounded in time (docs/ingest.md, "Fuzzing the reader" records the in
 
 * hypothesis drives ``ingest_check.check_file`` over generated files (plain and gzip, whole or damaged) and
   compares its line count and long lines with a plain reference model of Hadoop's ``LineRecordReader``;
-* one seeded batch of such files goes through the real Spark read and the log classifier: every file the
-  check passes must be read without an error, with exactly the lines the check predicts (skipped ones excepted),
-  and every line must be accounted for.
+* one seeded batch of such files goes through the real Spark read: every file the check passes must be read
+  without an error, with exactly the lines the check predicts (skipped ones excepted), each once. (What the
+  classifier makes of hostile lines is pinned by exact tests: test_ingest_job, test_ingest_corrupt_lines.)
 """
 
 from __future__ import annotations
@@ -23,7 +23,6 @@ from hypothesis import strategies as st
 
 from rocketmq_retry.jobs.ingest_check import check_file
 
-DS = "2026-11-21"
 TRIED = {"check": 0, "gzip": 0, "damaged": 0, "spark_files": 0, "spark_lines": 0}
 
 HEADS = [
@@ -104,7 +103,9 @@ def _write(path: pathlib.Path, data: bytes) -> pathlib.Path:
     return path
 
 
-@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=400, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(seed=st.integers(0, 2**32 - 1), cap=st.sampled_from([3, 16, 62, 64, 65, 4096]))
 def test_check_file_matches_hadoop_line_model(tmp_path: pathlib.Path, seed: int, cap: int) -> None:
     rnd = random.Random(seed)
@@ -124,10 +125,7 @@ def test_check_file_matches_hadoop_line_model(tmp_path: pathlib.Path, seed: int,
 
 @pytest.mark.spark
 def test_spark_reads_what_the_check_passes(spark: Any, tmp_path: pathlib.Path) -> None:
-    """Seeded batch through the real reader and classifier: no task fails, every predicted line is there once."""
-    from pyspark.sql import functions as F
-
-    from rocketmq_retry.jobs import ingest_parse as parse
+    """Seeded batch through the real reader: no task fails, every predicted line is there once."""
     from rocketmq_retry.jobs.ingest_read import SourceFile, read_lines
 
     rnd = random.Random(20261121)
@@ -143,17 +141,11 @@ def test_spark_reads_what_the_check_passes(spark: Any, tmp_path: pathlib.Path) -
         gaps = {ln.line_no for ln in check.long_lines}
         skipped[str(path)] = sorted(gaps)
         expected[path.name] = sorted(set(range(1, check.lines + 1)) - gaps)
-    lines = read_lines(spark, files, cap, skipped).cache()
+    lines = read_lines(spark, files, cap, skipped)
     got: dict[str, list[int]] = {name: [] for name in expected}
     for r in lines.select("source_file", "line_no").collect():
         got[r["source_file"]].append(r["line_no"])
     assert {k: sorted(v) for k, v in got.items()} == expected
-    classified = parse.classify(lines, DS, day_zone="UTC")
-    counted = {
-        r["source_file"]: r["n"] for r in classified.groupBy("source_file").agg(F.count("*").alias("n")).collect()
-    }
-    assert counted == {k: len(v) for k, v in expected.items() if v}
-    lines.unpersist()
     TRIED["spark_files"] += len(files)
     TRIED["spark_lines"] += sum(len(v) for v in expected.values())
     print(f"fuzz: {TRIED}")
