@@ -290,6 +290,20 @@ class AttributionConfig(_Strict):
     )
 
 
+class IngestConfig(_Strict):
+    max_line_bytes: int = Field(
+        1_048_576,
+        ge=64,
+        description="A line of this many bytes or more (its line end included) is not read but quarantined "
+        "with its file, line number and byte offset: Hadoop's line reader skips it in bounded memory.",
+    )
+    max_expanded_bytes: int = Field(
+        4 << 30,
+        ge=1,
+        description="A .gz file that expands to more than this is quarantined as a whole, unread.",
+    )
+
+
 class SparkConfig(_Strict):
     master: str = Field("local[*]", description="Used when a job runs outside spark-submit.")
     driver_memory: str = "1g"
@@ -303,6 +317,7 @@ class Config(_Strict):
     groups: dict[str, GroupConfig] = Field(default_factory=dict)
     sources: list[SourceConfig] = Field(default_factory=list)
     attribution: AttributionConfig = AttributionConfig()
+    ingest: IngestConfig = IngestConfig()
     compensation: CompensationConfig = CompensationConfig()
     spark: SparkConfig = SparkConfig()
     airflow: AirflowSettings = AirflowSettings()

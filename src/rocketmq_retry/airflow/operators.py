@@ -141,7 +141,20 @@ class RocketMQSparkJobOperator(SparkSubmitOperator):
             "PYSPARK_DRIVER_PYTHON": os.environ.get("PYSPARK_DRIVER_PYTHON", sys.executable),
             **(self.env_vars or {}),
         }
-        super().execute(context)
+        from airflow.exceptions import AirflowException
+
+        from rocketmq_retry.errors import NOT_RETRYABLE_EXIT_CODE
+
+        try:
+            super().execute(context)
+        except AirflowException as exc:
+            # The job says a retry cannot help (bad config or input, see rocketmq_retry.errors): fail now.
+            if getattr(getattr(self._hook, "_submit_sp", None), "returncode", None) == NOT_RETRYABLE_EXIT_CODE:
+                raise AirflowFailException(
+                    f"{self.job}: spark-submit exited {NOT_RETRYABLE_EXIT_CODE} (not retryable: fix the config or "
+                    f"input, then clear the task); {exc}"
+                ) from None
+            raise
 
 
 class ValidatePartitionOperator(BaseOperator):

@@ -18,9 +18,11 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from rocketmq_retry.config import Config, load_config
 from rocketmq_retry.dates import date_arg
-from rocketmq_retry.errors import UserError
+from rocketmq_retry.errors import NOT_RETRYABLE_EXIT_CODE, UserError
 from rocketmq_retry.jobs import ingest_parse as parse
-from rocketmq_retry.jobs.ingest_read import SourceFile, instance_table, read_lines, resolve_files
+from rocketmq_retry.jobs import ingest_patterns as P
+from rocketmq_retry.jobs.ingest_check import FileCheck, check_file
+from rocketmq_retry.jobs.ingest_read import Refused, SourceFile, instance_table, read_lines, resolve_inputs
 from rocketmq_retry.jobs.partitions import committed, write_partitions
 
 if TYPE_CHECKING:
@@ -39,6 +41,49 @@ class IngestResult:
     events: int
     quarantined: int
     seconds: float
+    files_quarantined: int = 0  # damaged files quarantined whole (not read)
+    files_refused: int = 0  # matched paths whose real path leaves the landing root
+
+
+@dataclass(frozen=True)
+class Checked:
+    """What ``check_inputs`` found: the files Spark may read, and the rows the job writes for the others."""
+
+    readable: list[SourceFile]
+    skipped: dict[str, list[int]]  # path -> 1-based numbers of the lines the read cap skips
+    long_lines: list[tuple[SourceFile, int, int, int, str]]  # file, line_no, byte_offset, size, raw
+    damaged: list[tuple[SourceFile, FileCheck]]
+
+
+def long_line_reason(max_line_bytes: int) -> str:
+    """The quarantine reason of a line at or over the read cap (the screen's own 1 MB check says the same)."""
+    if max_line_bytes == P.MAX_LINE_CHARS:
+        return "line of 1 MB or more"
+    return f"line of {max_line_bytes} bytes or more"
+
+
+def check_inputs(files: list[SourceFile], max_line_bytes: int, max_expanded_bytes: int) -> Checked:
+    """Stream every file once in Python (``ingest_check``) before Spark reads any: damaged .gz files are set
+    aside, and the lines the read cap will skip are recorded."""
+    readable: list[SourceFile] = []
+    skipped: dict[str, list[int]] = {}
+    long_lines: list[tuple[SourceFile, int, int, int, str]] = []
+    damaged: list[tuple[SourceFile, FileCheck]] = []
+    for f in files:
+        try:
+            check = check_file(f.path, max_line_bytes, max_expanded_bytes)
+        except OSError as exc:  # e.g. swapped for a link (O_NOFOLLOW) or removed since it was listed
+            check = FileCheck(damage=f"cannot read the file ({exc.strerror or exc})")
+        if check.damage:
+            damaged.append((f, check))
+            continue
+        readable.append(f)
+        if check.long_lines:
+            skipped[f.path] = [ln.line_no for ln in check.long_lines]
+            for ln in check.long_lines:
+                raw = ln.head.decode("utf-8", "replace")[: P.RAW_CAP]
+                long_lines.append((f, ln.line_no, ln.byte_offset, ln.size, raw))
+    return Checked(readable, skipped, long_lines, damaged)
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -57,14 +102,19 @@ def run_ingest(
 ) -> IngestResult:
     """Read the date's sources, write the three partitions atomically, return the per-file accounting."""
     started = time.monotonic()
-    files, notes = resolve_files(config, landing, ds)
+    files, notes, refused = resolve_inputs(config, landing, ds)
     for note in notes:
         print(f"ingest: note: {note}", file=log)
     print(f"ingest: {len(files)} file(s) for {ds}", file=log)
+    checked = check_inputs(files, config.ingest.max_line_bytes, config.ingest.max_expanded_bytes)
+    for f, check in checked.damaged:
+        print(f"ingest: quarantined file {f.rel}: {check.damage}", file=log)
     # dt=D is the calendar day D in the config's zone (as the simulator's --date); event_time stays UTC
     zone = config.timezone
     with _codegen_limit(spark, INGEST_HUGE_METHOD_LIMIT):
-        return _run(spark, files, notes, ds, zone, warehouse, log, started)
+        return _run(
+            spark, files, notes, checked, refused, config.ingest.max_line_bytes, ds, zone, warehouse, log, started
+        )
 
 
 @contextlib.contextmanager
@@ -85,6 +135,9 @@ def _run(
     spark: SparkSession,
     files: list[SourceFile],
     notes: list[str],
+    checked: Checked,
+    refused: list[Refused],
+    max_line_bytes: int,
     ds: str,
     zone: str,
     warehouse: str,
@@ -94,14 +147,16 @@ def _run(
     from pyspark import StorageLevel
 
     by_family: dict[str, list[SourceFile]] = {}
-    for f in files:
+    for f in checked.readable:
         by_family.setdefault(parse.family(f.source), []).append(f)
 
     def step(what: str) -> None:
         print(f"ingest: [{time.monotonic() - started:6.1f} s] {what}", file=log, flush=True)
 
     step("planning")
-    lines = {fam: read_lines(spark, fs) for fam, fs in sorted(by_family.items())} or {"log": read_lines(spark, [])}
+    lines = {fam: read_lines(spark, fs, max_line_bytes, checked.skipped) for fam, fs in sorted(by_family.items())} or {
+        "log": read_lines(spark, [])
+    }
     kept: list[DataFrame] = []
 
     def keep(df: DataFrame, what: str) -> DataFrame:
@@ -115,12 +170,15 @@ def _run(
     try:
         classified = parse.classify_families(lines, ds, zone, tuple(sorted({f.timezone for f in files})), keep)
         instances = instance_table(spark, files)
-        groups = keep(parse.line_groups(classified), "counting lines per file")
+        long_q, long_lines = _long_line_rows(spark, checked, max_line_bytes, ds)
+        quarantine = parse.quarantine_of(classified).unionByName(long_q).unionByName(_damaged_rows(spark, checked))
+        groups = keep(parse.line_groups(classified.unionByName(long_lines)), "counting lines per file")
+        report_df = parse.report_of(groups).unionByName(_file_report_rows(spark, checked, refused))
         # the four tables are committed together: a crash leaves all of them from the previous run or all new
         tables = {
             "events": parse.events_of(classified, instances),
-            "quarantine": parse.quarantine_of(classified),
-            "ingest_report": parse.report_of(groups).coalesce(1),
+            "quarantine": quarantine,
+            "ingest_report": report_df.coalesce(1),
             "bindings": parse.bindings_of(groups, instances).coalesce(1),
         }
         write_partitions(warehouse, ds, tables, job="ingest", log=step)
@@ -143,7 +201,48 @@ def _run(
         events=sum(r["event_rows"] or 0 for r in report),
         quarantined=sum(r["quarantined"] or 0 for r in report),
         seconds=time.monotonic() - started,
+        files_quarantined=len(checked.damaged),
+        files_refused=len(refused),
     )
+
+
+def _long_line_rows(spark: SparkSession, checked: Checked, cap: int, ds: str) -> tuple[DataFrame, DataFrame]:
+    """The lines the read cap skipped: (quarantine rows with their byte offset, LINE_COLUMNS rows for the
+    accounting). They are counted on the run's date: their own timestamp, if any, was not read."""
+    from pyspark.sql import functions as F
+
+    reason = long_line_reason(cap)
+    q = [(f.source, f.rel, line_no, raw, reason, offset) for f, line_no, offset, _, raw in checked.long_lines]
+    quarantine = spark.createDataFrame(q, parse.QUARANTINE_DDL)
+    lines = quarantine.select(
+        "source",
+        "source_file",
+        "line_no",
+        F.lit(ds).cast("date").alias("line_date"),
+        F.lit("quarantined").alias("category"),
+        F.lit(None).cast("string").alias("kind"),
+        "reason",
+        "raw",
+        F.array().cast(f"array<{parse.EVENT_STRUCT_DDL}>").alias("events"),
+        F.array().cast(f"array<{parse.BAD_STRUCT_DDL}>").alias("bad"),
+        F.lit(0).alias("other_date_events"),
+        F.lit(None).cast(parse.BIND_DDL).alias("bind"),
+    )
+    return quarantine, lines
+
+
+def _damaged_rows(spark: SparkSession, checked: Checked) -> DataFrame:
+    """One quarantine row per damaged file: no line number and no raw text (nothing of it was read)."""
+    rows = [(f.source, f.rel, None, None, c.damage, c.damage_offset) for f, c in checked.damaged]
+    return spark.createDataFrame(rows, parse.QUARANTINE_DDL)
+
+
+def _file_report_rows(spark: SparkSession, checked: Checked, refused: list[Refused]) -> DataFrame:
+    """ingest_report rows of the files that were not read: damaged (quarantined whole) and refused ones."""
+    zero = (0,) * 10
+    rows = [(f.rel, f.source, *zero, None, None, "quarantined", c.damage) for f, c in checked.damaged]
+    rows += [(r.rel, r.source, *zero, None, None, "refused", r.reason) for r in refused]
+    return spark.createDataFrame(rows, parse.REPORT_DDL)
 
 
 def format_report(report: list[dict[str, Any]]) -> str:
@@ -160,6 +259,7 @@ def format_report(report: list[dict[str, Any]]) -> str:
         "event rows",
         "unattrib.",
     )
+    read = [r for r in report if r.get("file_status", "read") == "read"]
     rows = [
         (
             r["source_file"],
@@ -173,7 +273,7 @@ def format_report(report: list[dict[str, Any]]) -> str:
             r["event_rows"],
             r["unattributed_events"],
         )
-        for r in report
+        for r in read
     ]
     totals = ("TOTAL", "", *(sum(int(row[i] or 0) for row in rows) for i in range(2, len(headers))))
     table = [headers, *rows, totals]
@@ -189,7 +289,7 @@ def format_report(report: list[dict[str, Any]]) -> str:
             lines.append("  ".join("-" * w for w in widths))
     unbalanced = [
         r["source_file"]
-        for r in report
+        for r in read
         if r["lines_read"] != r["events"] + r["ignored"] + r["continuation"] + r["quarantined"]
     ]
     lines.append(
@@ -197,6 +297,24 @@ def format_report(report: list[dict[str, Any]]) -> str:
         if not unbalanced
         else f"accounting does NOT balance for: {', '.join(unbalanced)}"
     )
+    # quarantined lines by reason (all files), then by file and reason: what to look at first
+    by_reason: dict[str, int] = {}
+    for r in read:
+        for reason, n in (r.get("quarantined_by_reason") or {}).items():
+            by_reason[reason] = by_reason.get(reason, 0) + n
+    if by_reason:
+        lines.append("quarantined lines by reason:")
+        lines += [f"  {n:>8}  {reason}" for reason, n in sorted(by_reason.items(), key=lambda kv: (-kv[1], kv[0]))]
+        lines.append("quarantined lines by file:")
+        for r in read:
+            for reason, n in sorted((r.get("quarantined_by_reason") or {}).items()):
+                lines.append(f"  {n:>8}  {r['source_file']}: {reason}")
+    # files not read at all: named one by one
+    for status, title in (("quarantined", "files quarantined whole (not read)"), ("refused", "files refused")):
+        hit = [r for r in report if r.get("file_status") == status]
+        if hit:
+            lines.append(f"{title}: {len(hit)}")
+            lines += [f"  {r['source_file']} ({r['source']}): {r['file_reason']}" for r in hit]
     return "\n".join(lines)
 
 
@@ -204,7 +322,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     config = load_config(args.config)
     if not config.sources:  # fail before paying for a Spark session
-        resolve_files(config, args.landing, args.date)
+        resolve_inputs(config, args.landing, args.date)
     from rocketmq_retry.jobs.spark_session import build_spark_session
 
     spark = build_spark_session(
@@ -216,7 +334,10 @@ def main(argv: list[str] | None = None) -> int:
     )
     result = run_ingest(spark, config, args.date, args.landing, args.warehouse)
     print(format_report(result.report))
-    print(f"ingest {args.date}: {result.events} events, {result.quarantined} quarantined lines, {result.seconds:.1f} s")
+    print(
+        f"ingest {args.date}: {result.events} events, {result.quarantined} quarantined lines, "
+        f"{result.files_quarantined} files quarantined, {result.files_refused} refused, {result.seconds:.1f} s"
+    )
     return 0
 
 
@@ -227,12 +348,16 @@ def _under_spark_submit() -> bool:
 
 
 def cli(argv: list[str] | None = None) -> int:
-    """``main`` with UserError turned into one line on stderr (for spark-submit, which has no dispatcher)."""
+    """``main`` with UserError turned into one line on stderr (for spark-submit, which has no dispatcher).
+
+    A UserError exits with NOT_RETRYABLE_EXIT_CODE: the Airflow task fails without retries (a retry re-reads the
+    same config and input). Damaged input files do not fail the run at all: they are quarantined.
+    """
     try:
         return main(argv)
     except UserError as exc:
         print(f"rocketmq-retry: {exc}", file=sys.stderr)
-        return exc.exit_code
+        return NOT_RETRYABLE_EXIT_CODE
 
 
 if __name__ == "__main__":

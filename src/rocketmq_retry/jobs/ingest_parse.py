@@ -134,7 +134,18 @@ REPORT_COLUMNS = (
     "bad_records",
     "other_date_records",
     "ignored_by_kind",
+    "quarantined_by_reason",
+    # "read", or "quarantined" (a damaged .gz, not read) / "refused" (its real path leaves the landing root)
+    "file_status",
+    "file_reason",
 )
+REPORT_DDL = (
+    "source_file string, source string, lines_read long, events long, ignored long, continuation long, "
+    "quarantined long, other_date long, event_rows long, unattributed_events long, bad_records long, "
+    "other_date_records long, ignored_by_kind map<string,bigint>, quarantined_by_reason map<string,bigint>, "
+    "file_status string, file_reason string"
+)
+QUARANTINE_DDL = "source string, source_file string, line_no long, raw string, reason string, byte_offset long"
 LINE_COLUMNS = (
     "source",
     "source_file",
@@ -455,6 +466,16 @@ def _date_log_lines(pre: DataFrame, ds: str, day_zone: str) -> DataFrame:
             F.first(head_ts, ignorenulls=True).over(whole).alias("first_head_ts"),
             F.max(F.col("is_head").cast("int")).over(upto).alias("head_seen"),
             F.last(F.col("lp1_msg"), ignorenulls=True).over(before).alias("last_lp1_msg"),
+            # what the nearest line above that is not wrapped text is: a wrapped line needs a head line, an
+            # exception line or a Caused by line there (a run's anchor is the head line just before it)
+            F.last(
+                F.when(F.col("cont") == "text", None)
+                .when(F.col("is_head") & F.col("ts").isNotNull(), F.lit("head"))
+                .otherwise(F.coalesce(F.col("cont"), F.lit("other"))),
+                ignorenulls=True,
+            )
+            .over(before)
+            .alias("wraps"),
         )
         .filter(NEEDS_NEIGHBOURS)
         .drop("_anchor")
@@ -465,7 +486,12 @@ def _date_log_lines(pre: DataFrame, ds: str, day_zone: str) -> DataFrame:
     line_ts = F.coalesce(F.col("ts"), F.col("prev_head_ts"), F.col("first_head_ts"))
     line_date = F.coalesce(F.to_date(F.from_utc_timestamp(line_ts, day_zone)), d)
     orphan = (F.col("cat0") == "continuation") & (F.coalesce(F.col("head_seen"), F.lit(0)) == 0)
-    cat = F.when(orphan, F.lit("quarantined")).otherwise(F.col("cat0"))
+    unwrapped = (
+        (F.col("cat0") == "continuation")
+        & (F.col("cont") == "text")
+        & ~F.coalesce(F.col("wraps").isin("head", "exception", "cause"), F.lit(False))
+    )
+    cat = F.when(orphan | unwrapped, F.lit("quarantined")).otherwise(F.col("cat0"))
     w = w.withColumn("line_date", line_date).withColumn(
         "category", F.when(F.col("line_date") != d, F.lit("other_date")).otherwise(cat)
     )
@@ -492,6 +518,7 @@ def _date_log_lines(pre: DataFrame, ds: str, day_zone: str) -> DataFrame:
         "category",
         F.when(F.col("category") == "ignored", F.col("why")).alias("kind"),
         F.when(is_q & orphan, F.lit("continuation line before any head line in the file"))
+        .when(is_q & unwrapped, F.lit(P.NOT_CONTINUATION))
         .when(is_q, F.col("why"))
         .alias("reason"),
         F.when(is_q, F.col("raw")).alias("raw"),
@@ -740,7 +767,7 @@ def events_of(classified: DataFrame, instances: DataFrame | None = None) -> Data
 def quarantine_of(classified: DataFrame) -> DataFrame:
     """Quarantined lines plus bad records inside otherwise good trace lines (reason says which record)."""
     lines = classified.filter(F.col("category") == "quarantined").select(
-        "source", "source_file", "line_no", "raw", "reason"
+        "source", "source_file", "line_no", "raw", "reason", F.lit(None).cast("long").alias("byte_offset")
     )
     records = (
         classified.filter((F.size("bad") > 0) & (F.col("category") == "event"))
@@ -753,6 +780,7 @@ def quarantine_of(classified: DataFrame) -> DataFrame:
             F.concat(F.lit("trace record #"), F.col("b.rec").cast("string"), F.lit(": "), F.col("b.reason")).alias(
                 "reason"
             ),
+            F.lit(None).cast("long").alias("byte_offset"),
         )
     )
     return lines.unionByName(records)
@@ -767,7 +795,7 @@ def line_groups(classified: DataFrame) -> DataFrame:
         F.size("events") > 0,
         F.size(F.filter(F.col("events"), lambda e: e["event_type"].isin(*GROUP_EVENTS) & e["consumer_group"].isNull())),
     ).otherwise(0)
-    return classified.groupBy("source", "source_file", "category", "kind", "bind").agg(
+    return classified.groupBy("source", "source_file", "category", "kind", "reason", "bind").agg(
         F.count(F.lit(1)).alias("n"),
         F.sum(F.size("events")).cast("long").alias("event_rows"),
         F.sum(unattributed).cast("long").alias("unattributed_events"),
@@ -787,7 +815,8 @@ def report_of(groups: DataFrame) -> DataFrame:
         return F.sum(F.when(cat == c, F.col("n")).otherwise(0)).cast("long").alias("events" if c == "event" else c)
 
     kinds = F.collect_list(F.when(cat == "ignored", F.struct("kind", F.col("n").alias("count"))))
-    by_kind = groups.groupBy("source", "source_file", "category", "kind").agg(
+    reasons = F.collect_list(F.when(cat == "quarantined", F.struct("reason", F.col("n").alias("count"))))
+    by_kind = groups.groupBy("source", "source_file", "category", "kind", "reason").agg(
         *(F.sum(c).alias(c) for c in ("n", "event_rows", "unattributed_events", "bad_records", "other_date_records"))
     )
     per_file = by_kind.groupBy("source", "source_file").agg(
@@ -800,6 +829,9 @@ def report_of(groups: DataFrame) -> DataFrame:
         *(F.sum(c).cast("long").alias(c) for c in ("event_rows", "unattributed_events", "bad_records")),
         F.sum("other_date_records").cast("long").alias("other_date_records"),
         F.when(F.size(kinds) > 0, F.map_from_entries(F.sort_array(kinds))).alias("ignored_by_kind"),
+        F.when(F.size(reasons) > 0, F.map_from_entries(F.sort_array(reasons))).alias("quarantined_by_reason"),
+        F.lit("read").alias("file_status"),
+        F.lit(None).cast("string").alias("file_reason"),
     )
     return per_file.select(*REPORT_COLUMNS).orderBy("source", "source_file")
 

@@ -43,6 +43,27 @@ SPRING_HEAD = (
 DATE_LIKE = r"^\d{4}-\d{2}-\d{2}[ T]\d"
 TIME_LIKE = r"^\d{2}:\d{2}:\d{2}\.\d{3} \["
 
+# What a valid head line's fields may hold (docs/ingest.md, "Noise and continuation lines"): no control character
+# and no U+FFFD anywhere before the message, and a logger that is a (possibly abbreviated) Java name; the 5.x
+# layout's logger field also carries "#method:line".
+HEAD_BAD_CHARS = r"[\x00-\x08\x0A-\x1F\x7F-\x9F\x{FFFD}]"
+LOGGER_NAME = r"^[A-Za-z0-9_$.-]+$"
+LOGGER5_NAME = r"^[A-Za-z0-9_$.<>-]*(#([A-Za-z0-9_$<>-]*|\?)(:(\d+|\?))?)?$"  # "#?:?" without caller data
+
+# Lines without a head that continue the record above (the only ones counted as continuation):
+CONT_FRAME = r"^\s+at \S|^\s+\.\.\. \d+ (more|common frames omitted)\s*$"  # stack frames, "... 5 more"
+CONT_CAUSE = r"^\s*(Caused by|Suppressed): \S"
+# the first line of a printed Throwable: a qualified class name ending in Exception/Error/Throwable, ": message"
+CONT_EXCEPTION = r"^([A-Za-z_$][\w$]*\.)+[A-Za-z_$][\w$]*(Exception|Error|Throwable)(: .*|:)?$"
+# A wrapped message line: printable text (tabs allowed) of at most this many characters, right after the head
+# line, an exception line or a Caused by line, or after another wrapped line of the same run.
+WRAPPED_MAX_CHARS = 4096
+# ... but not a line that holds a piece of a head: the rest of a record cut inside its head ("…Client - msg",
+# "…Logger : msg") or a level with what follows it in a layout. Such a line is damage, not a message.
+HEAD_PIECE = r"^\S+ [-:] |\b" + LEVELS + r"\s+(\d+\s+---\s|\S+ - )"
+TEXT_BAD_CHARS = r"[\x00-\x08\x0A-\x1F\x7F-\x9F\x{FFFD}]"
+NOT_CONTINUATION = "line without a log head that is not a continuation"
+
 # Headless lines that RocketMQ itself prints to stdout files we are pointed at (broker.stdout.log).
 BROKER_HEADLESS_NOISE = r"^The (broker|Name Server)\b.*boot success"
 

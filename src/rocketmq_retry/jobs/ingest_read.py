@@ -42,6 +42,21 @@ _READ_CONF = {
 }
 
 
+# Hadoop's LineRecordReader cap, which Spark's text source passes on as a read option: a longer line is skipped
+# with bounded memory instead of being built in the heap (ingest_check finds those lines and the job counts them).
+LINE_CAP_OPTION = "mapreduce.input.linerecordreader.line.maxlength"
+REFUSED_OUTSIDE_ROOT = "real path leaves the landing root (symbolic link)"
+
+
+@dataclass(frozen=True)
+class Refused:
+    """A matched path that is not read: its real path leaves the landing root (a link, or a link above it)."""
+
+    rel: str  # the path as matched under the landing root (never the link's target)
+    source: str
+    reason: str
+
+
 @dataclass(frozen=True)
 class SourceFile:
     path: str  # absolute path
@@ -62,7 +77,21 @@ def instance_of(rel: str, depth: int) -> str:
 def resolve_files(config: Config, landing: str | os.PathLike[str], ds: str) -> tuple[list[SourceFile], list[str]]:
     """Expand each source's glob under ``landing``; a file matched by two sources is read by the first only.
 
-    Returns the files and notes for the operator (globs that matched nothing, files claimed twice).
+    Returns the files and notes for the operator (globs that matched nothing, files claimed twice, files refused:
+    see ``resolve_inputs``, which also returns those).
+    """
+    files, notes, _ = resolve_inputs(config, landing, ds)
+    return files, notes
+
+
+def resolve_inputs(
+    config: Config, landing: str | os.PathLike[str], ds: str
+) -> tuple[list[SourceFile], list[str], list[Refused]]:
+    """``resolve_files`` plus the matched paths it refuses.
+
+    A path whose real path is not under the landing root's real path is refused, whatever made it so: a link to
+    a file elsewhere, or a link to a directory (a day folder, an instance folder) above it. This runs when the
+    job reads the day, so a folder swapped for a link after the sensor saw it is caught here.
     """
     if not config.sources:
         raise UserError(
@@ -76,6 +105,8 @@ def resolve_files(config: Config, landing: str | os.PathLike[str], ds: str) -> t
     seen: dict[str, str] = {}
     files: list[SourceFile] = []
     notes: list[str] = []
+    refused: list[Refused] = []
+    refused_seen: set[str] = set()
     for entry in config.sources:
         pattern = entry.glob_for(ds)
         # the landing root is a path, not a pattern (it may hold '[' or '*')
@@ -86,7 +117,15 @@ def resolve_files(config: Config, landing: str | os.PathLike[str], ds: str) -> t
             notes.append(f"source {entry.format} {pattern!r}: no files")
         zone = FIXED_ZONES.get(entry.format) or entry.timezone or config.timezone
         for p in matched:
-            resolved = str(pathlib.Path(p).resolve())
+            real = pathlib.Path(p).resolve()
+            if not real.is_relative_to(root):
+                as_matched = os.path.relpath(p, root)
+                if as_matched not in refused_seen:
+                    refused_seen.add(as_matched)
+                    refused.append(Refused(as_matched, entry.format, REFUSED_OUTSIDE_ROOT))
+                    notes.append(f"{as_matched}: refused, {REFUSED_OUTSIDE_ROOT}")
+                continue
+            resolved = str(real)
             if resolved in seen:
                 # a specific entry before a catch-all of the same format is the usual layering: say nothing
                 if seen[resolved] != entry.format:
@@ -103,7 +142,7 @@ def resolve_files(config: Config, landing: str | os.PathLike[str], ds: str) -> t
                     resolved, rel, entry.format, zone, entry.consumer_group, instance_of(rel, entry.instance_depth)
                 )
             )
-    return files, notes
+    return files, notes, refused
 
 
 def _uri_keys(uri: str) -> list[str]:
@@ -120,13 +159,24 @@ def _glob_literal(path: str) -> str:
     return re.sub(r"([\\{}\[\]*?])", r"\\\1", path)
 
 
-def _catalog(spark: SparkSession, rows: list[tuple[str, str, str, str, str | None]]) -> DataFrame:
-    """``path_key, source, source_file, tz, group_hint`` as an inline table: the plan holds the rows, so the
-    broadcast is built on the driver (from Python rows it is a job, which starts Python workers when cold)."""
-    values = ", ".join("(" + ", ".join("NULL" if v is None else sql_str(v) for v in row) + ")" for row in rows)
+def _skip_thresholds(skipped: list[int]) -> list[int] | None:
+    """``s_k - k`` for the sorted 1-based skipped line numbers (see ``read_lines``); None for none."""
+    return [s - k for k, s in enumerate(sorted(skipped), 1)] or None
+
+
+def _catalog(spark: SparkSession, rows: list[tuple[str, str, str, str, str | None, list[int] | None]]) -> DataFrame:
+    """``path_key, source, source_file, tz, group_hint, gaps`` as an inline table: the plan holds the rows, so
+    the broadcast is built on the driver (from Python rows it is a job, which starts Python workers when cold)."""
+
+    def lit(v: str | list[int] | None) -> str:
+        if isinstance(v, list):
+            return "array(" + ", ".join(f"{x}L" for x in v) + ")"
+        return "NULL" if v is None else sql_str(v)
+
+    values = ", ".join("(" + ", ".join(lit(v) for v in row) + ")" for row in rows)
     names = ("path_key", "source", "source_file", "tz", "group_hint")
     cols = ", ".join(f"CAST(col{i} AS STRING) AS {n}" for i, n in enumerate(names, 1))
-    return spark.sql(f"SELECT {cols} FROM VALUES {values}")
+    return spark.sql(f"SELECT {cols}, CAST(col6 AS ARRAY<BIGINT>) AS gaps FROM VALUES {values}")
 
 
 def instance_table(spark: SparkSession, files: list[SourceFile]) -> DataFrame:
@@ -138,8 +188,17 @@ def instance_table(spark: SparkSession, files: list[SourceFile]) -> DataFrame:
     return spark.sql(f"SELECT {cols} FROM VALUES {values}")
 
 
-def read_lines(spark: SparkSession, files: list[SourceFile]) -> DataFrame:
+def read_lines(
+    spark: SparkSession,
+    files: list[SourceFile],
+    max_line_bytes: int | None = None,
+    skipped: dict[str, list[int]] | None = None,
+) -> DataFrame:
     """``source, source_file, line_no (1-based), line, tz, group_hint`` for every line of ``files``.
+
+    ``max_line_bytes``: Hadoop's line cap; a line of that many bytes or more (line end included) is skipped by
+    the reader. ``skipped``: per file path, the 1-based numbers of the lines the cap skips (``ingest_check``):
+    the lines after them are renumbered so that ``line_no`` stays the line's number in the file.
 
     Each line finds its file by the URI string Spark itself attaches (``_metadata.file_path``), matched against
     the URIs Spark lists for the read: a hash lookup per line instead of decoding every line's path. A line whose
@@ -153,26 +212,35 @@ def read_lines(spark: SparkSession, files: list[SourceFile]) -> DataFrame:
         )
     for key, value in _READ_CONF.items():
         spark.conf.set(key, value)
-    text = spark.read.text([_glob_literal(f.path) for f in files])
+    reader = spark.read
+    if max_line_bytes is not None:
+        reader = reader.option(LINE_CAP_OPTION, str(max_line_bytes))
+    text = reader.text([_glob_literal(f.path) for f in files])
     by_path = {f.path: f for f in files}
     rows = []
     for uri in text.inputFiles():
         f = by_path.get(urllib.parse.unquote(urllib.parse.urlsplit(uri).path))
         if f is None:
             raise InputError(f"Spark listed an input file that no source names: {uri}")
-        rows += [(key, f.source, f.rel, f.timezone, f.consumer_group) for key in _uri_keys(uri)]
+        gaps = _skip_thresholds((skipped or {}).get(f.path, []))
+        rows += [(key, f.source, f.rel, f.timezone, f.consumer_group, gaps) for key in _uri_keys(uri)]
     catalog = _catalog(spark, rows)
     raw = text.select(
         F.col("value").alias("line"),
         F.col("_metadata.file_path").alias("path_key"),
         # one file per partition (see module doc): the low 33 bits count rows within the file
-        (F.monotonically_increasing_id().bitwiseAND(F.lit((1 << 33) - 1)) + 1).alias("line_no"),
+        (F.monotonically_increasing_id().bitwiseAND(F.lit((1 << 33) - 1)) + 1).alias("row_no"),
     )
     unmatched = F.raise_error(F.concat(F.lit("ingest: no source for input file "), F.col("path_key")))
+    # Row r of a file is line r + (lines skipped before it): the k-th skip (1-based line s_k) precedes row r when
+    # s_k - k < r. Only the rare file with a skipped line pays for the lambda.
+    line_no = F.when(F.col("gaps").isNull(), F.col("row_no")).otherwise(
+        F.col("row_no") + F.size(F.filter(F.col("gaps"), lambda g: g < F.col("row_no")))
+    )
     return raw.join(F.broadcast(catalog), "path_key", "left").select(
         F.coalesce(F.col("source"), unmatched.cast("string")).alias("source"),
         "source_file",
-        "line_no",
+        line_no.alias("line_no"),
         "line",
         "tz",
         "group_hint",

@@ -40,6 +40,7 @@ SCREEN_COLUMNS = (
     "msg",
     "thread",
     "bind",
+    "cont",
 )
 
 # Carried unchanged through every step of the screen.
@@ -108,6 +109,7 @@ def screen_log_lines(lines: DataFrame, ds: str, zones: tuple[str, ...] = ()) -> 
     cap, probe_len = P.RAW_CAP, P.PREFIX_PROBE
     c5, brokers = sql_in(C5_FORMATS), sql_in(BROKER_FORMATS)
     probes = _statement_sql()[0]
+    logger_ok = sql_str(P.LOGGER_NAME)
     # No pattern ever runs over a hostile line: it is screened to '' and quarantined with its reason.
     # octet_length first: a line of fewer bytes than the limit has fewer characters too, and counting is a scan.
     df = lines.selectExpr(
@@ -139,15 +141,21 @@ def screen_log_lines(lines: DataFrame, ds: str, zones: tuple[str, ...] = ()) -> 
         "safe",
         # 1-based byte position of the message (substring_index gives the whole line when there is no separator)
         "IF(octet_length(hx) < octet_length(safe), octet_length(hx) + octet_length(sep) + 1, NULL) AS body_byte",
-        "IF(octet_length(hx) < octet_length(safe), hx, '') AS h",
+        # a head with a control character or U+FFFD in it (random bytes) is no head (docs/ingest.md)
+        f"IF(octet_length(hx) < octet_length(safe) AND NOT hx RLIKE {sql_str(P.HEAD_BAD_CHARS)}, hx, '') AS h",
     )
     df = df.selectExpr(
         "*",
-        f"""CASE WHEN source = 'rocketmq-client-4x' AND h RLIKE {sql_str(RX_C4)} THEN 'c4'
-                 WHEN source = 'rocketmq-client-4x' AND h RLIKE {sql_str(RX_CONSOLE)} THEN 'con'
-                 WHEN source IN {c5} AND h RLIKE {sql_str(RX_C5)} THEN 'c5'
+        # the logger must be a Java name (the layouts' \S+ would take any junk there)
+        f"""CASE WHEN source = 'rocketmq-client-4x' AND h RLIKE {sql_str(RX_C4)}
+                   AND substring_index(h, ' ', -1) RLIKE {logger_ok} THEN 'c4'
+                 WHEN source = 'rocketmq-client-4x' AND h RLIKE {sql_str(RX_CONSOLE)}
+                   AND regexp_extract(h, {sql_str(RX_CONSOLE)}, 4) RLIKE {logger_ok} THEN 'con'
+                 WHEN source IN {c5} AND h RLIKE {sql_str(RX_C5)}
+                   AND substring_index(h, '] [', -1) RLIKE {sql_str(P.LOGGER5_NAME)} THEN 'c5'
                  WHEN source IN {brokers} AND h RLIKE {sql_str(RX_BROKER)} THEN 'cb'
-                 WHEN source = 'spring-listener' AND h RLIKE {sql_str(RX_SPRING)} THEN 'cs' END AS k""",
+                 WHEN source = 'spring-listener' AND h RLIKE {sql_str(RX_SPRING)}
+                   AND regexp_extract(h, {sql_str(RX_SPRING)}, 7) RLIKE {logger_ok} THEN 'cs' END AS k""",
     )
     # The message's first characters decide whether its text is needed at all (see module doc).
     # Cut by bytes (the message starts after an ASCII separator): the probes are ASCII, so a message's first
@@ -255,16 +263,32 @@ def screen_log_lines(lines: DataFrame, ds: str, zones: tuple[str, ...] = ()) -> 
         "thread",
         "bind",
     )
+    # The shape of a line without a head (docs/ingest.md): only these are continuation lines; 'text' (a wrapped
+    # message) is settled in the per-file window, by what precedes it.
+    df = df.selectExpr(
+        "*",
+        f"""IF(branch IS NOT NULL, NULL, CASE
+              WHEN safe RLIKE {sql_str(P.CONT_FRAME)} THEN 'frame'
+              WHEN safe RLIKE {sql_str(P.CONT_CAUSE)} THEN 'cause'
+              WHEN trim(safe) = '' THEN 'blank'
+              WHEN safe RLIKE {sql_str(P.CONT_EXCEPTION)} THEN 'exception'
+              WHEN length(safe) <= {P.WRAPPED_MAX_CHARS} AND NOT safe RLIKE {sql_str(P.TEXT_BAD_CHARS)}
+                   AND NOT safe RLIKE {sql_str(P.HEAD_PIECE)} THEN 'text'
+            END) AS cont""",
+    )
     out = df.selectExpr(
         *_KEYS,
         "is_head",
         "ts",
         "CASE branch "
         + " ".join(f"WHEN {i} THEN '{cat}'" for i, (_, cat, _) in enumerate(branches))
-        + " ELSE 'continuation' END AS cat0",
-        "CASE branch " + " ".join(f"WHEN {i} THEN {w}" for i, (_, _, w) in enumerate(branches)) + " END AS why",
+        + " ELSE IF(cont IS NULL, 'quarantined', 'continuation') END AS cat0",
+        "CASE branch "
+        + " ".join(f"WHEN {i} THEN {w}" for i, (_, _, w) in enumerate(branches))
+        + f" ELSE IF(cont IS NULL, {sql_str(P.NOT_CONTINUATION)}, NULL) END AS why",
+        # raw is kept for every line that is or may become quarantined ('text' lines, settled in the window)
         f"""CASE WHEN branch IN (0, 1, 4) THEN coalesce(hostile_raw, substring(safe, 1, {cap}))
-                 WHEN branch = 2 THEN substring(safe, 1, {cap}) END AS raw""",
+                 WHEN branch = 2 OR branch IS NULL THEN substring(safe, 1, {cap}) END AS raw""",
         # the message of an L-P1 line, for the Message{...} line after it (§12, see settle_candidates)
         f"IF(source IN {sql_in(P.STATEMENTS[LP1].formats)} AND startswith(msg, {lp1_prefix}), msg, NULL) AS lp1_msg",
         "IF(branch = 2, level, NULL) AS level",
@@ -273,6 +297,7 @@ def screen_log_lines(lines: DataFrame, ds: str, zones: tuple[str, ...] = ()) -> 
         "thread",
         # a binding counts only on a line that is what it looks like: a head line with its timestamp
         "IF(branch = 3, bind, NULL) AS bind",
+        "cont",
     )
 
     assert tuple(out.columns) == SCREEN_COLUMNS, out.columns
