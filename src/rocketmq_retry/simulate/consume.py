@@ -11,38 +11,18 @@ from rocketmq_retry.engine import ConsumeMode, ConsumeOutcome, FailedDelivery, S
 from rocketmq_retry.logformats import java, statements, trace
 from rocketmq_retry.logformats.statements import fill
 from rocketmq_retry.simulate import world
+from rocketmq_retry.simulate.context import Part, SimContext
 from rocketmq_retry.simulate.javanames import C_PQ
 from rocketmq_retry.simulate.listener import ListenerLogs, listener_class, thread_of
-from rocketmq_retry.simulate.loop import EventLoop
-from rocketmq_retry.simulate.minute_stats import MinuteStats
 from rocketmq_retry.simulate.model import GRPC, GroupRun, Instance, Lifecycle, Message
-from rocketmq_retry.simulate.render import LogWriter
 from rocketmq_retry.simulate.retry import RetryPath
-from rocketmq_retry.simulate.scenario import Settings
-from rocketmq_retry.simulate.topology import Topology
-from rocketmq_retry.simulate.tracing import TraceDispatcher
 
 
-class Consumer:
-    def __init__(
-        self,
-        loop: EventLoop,
-        rng: random.Random,
-        settings: Settings,
-        topo: Topology,
-        writer: LogWriter,
-        stats: MinuteStats,
-        tracer: TraceDispatcher,
-    ) -> None:
-        self.loop = loop
-        self.rng = rng
-        self.s = settings
-        self.topo = topo
-        self.writer = writer
-        self.stats = stats
-        self.tracer = tracer
-        self.listener = ListenerLogs(writer, topo)
-        self.retry = RetryPath(loop, rng, topo, writer, stats, self.listener, self.deliver, self.pull_lag)
+class Consumer(Part):
+    def __init__(self, ctx: SimContext) -> None:
+        super().__init__(ctx)
+        self.listener = ListenerLogs(ctx.writer, ctx.topo)
+        self.retry = RetryPath(ctx, self.listener, self.deliver, self.pull_lag)
         self.lifecycles: list[Lifecycle] = []
 
     def start_lifecycle(self, g: GroupRun, inst: Instance, msg: Message, copy: world.StoredCopy) -> None:

@@ -6,7 +6,6 @@ group (per instance when broadcasting) that reads the topic.
 from __future__ import annotations
 
 import json
-import random
 
 from rocketmq_retry.engine import (
     SendAttemptResult,
@@ -19,39 +18,17 @@ from rocketmq_retry.logformats import java, layouts, statements, trace
 from rocketmq_retry.logformats.statements import fill
 from rocketmq_retry.simulate import world
 from rocketmq_retry.simulate.consume import Consumer
+from rocketmq_retry.simulate.context import Part, SimContext
 from rocketmq_retry.simulate.javanames import C_PRODUCER, FRAMES_SEND, G_PRODUCER
-from rocketmq_retry.simulate.loop import EventLoop
-from rocketmq_retry.simulate.minute_stats import MinuteStats
 from rocketmq_retry.simulate.model import CLIENT_5X, GRPC, Message, Producer
-from rocketmq_retry.simulate.render import LogWriter
-from rocketmq_retry.simulate.scenario import Settings
-from rocketmq_retry.simulate.topology import Topology
-from rocketmq_retry.simulate.tracing import TraceDispatcher
 from rocketmq_retry.simulate.truth import Truth
 
 SEND_ATTEMPTS = 3  # per send: remoting retryTimesWhenSendFailed (2) + 1, the gRPC SDK's maxAttempts (3)
 
 
-class Publishing:
-    def __init__(
-        self,
-        loop: EventLoop,
-        rng: random.Random,
-        settings: Settings,
-        topo: Topology,
-        writer: LogWriter,
-        stats: MinuteStats,
-        tracer: TraceDispatcher,
-        truth: Truth,
-        consumer: Consumer,
-    ) -> None:
-        self.loop = loop
-        self.rng = rng
-        self.s = settings
-        self.topo = topo
-        self.writer = writer
-        self.stats = stats
-        self.tracer = tracer
+class Publishing(Part):
+    def __init__(self, ctx: SimContext, truth: Truth, consumer: Consumer) -> None:
+        super().__init__(ctx)
         self.truth = truth
         self.consumer = consumer
 

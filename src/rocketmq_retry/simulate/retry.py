@@ -6,7 +6,6 @@ broker or client logs it.
 
 from __future__ import annotations
 
-import random
 from collections.abc import Callable
 from typing import Any
 
@@ -14,35 +13,25 @@ from rocketmq_retry.engine import ConsumeMode, HopAction, NextHop, SendBackFault
 from rocketmq_retry.logformats import java, statements, stats
 from rocketmq_retry.logformats.statements import fill
 from rocketmq_retry.simulate import world
+from rocketmq_retry.simulate.context import Part, SimContext
 from rocketmq_retry.simulate.javanames import C_CMCS, C_POP
 from rocketmq_retry.simulate.listener import ListenerLogs, thread_of
-from rocketmq_retry.simulate.loop import EventLoop
-from rocketmq_retry.simulate.minute_stats import MinuteStats
 from rocketmq_retry.simulate.model import GRPC, Lifecycle
-from rocketmq_retry.simulate.render import LogWriter, topic_config
-from rocketmq_retry.simulate.topology import Topology
+from rocketmq_retry.simulate.render import topic_config
 
 SCHEDULE_TOPIC = "SCHEDULE_TOPIC_XXXX"
 LOCAL_RETRIES = (HopAction.LOCAL_RESUBMIT, HopAction.ORDERLY_SUSPEND, HopAction.FIFO_LOCAL_RETRY)
 
 
-class RetryPath:
+class RetryPath(Part):
     def __init__(
         self,
-        loop: EventLoop,
-        rng: random.Random,
-        topo: Topology,
-        writer: LogWriter,
-        stats: MinuteStats,
+        ctx: SimContext,
         listener: ListenerLogs,
         deliver: Callable[[Lifecycle], None],
         pull_lag: Callable[[], int],
     ) -> None:
-        self.loop = loop
-        self.rng = rng
-        self.topo = topo
-        self.writer = writer
-        self.stats = stats
+        super().__init__(ctx)
         self.listener = listener
         self.deliver = deliver  # the consumer's next delivery of a lifecycle
         self.pull_lag = pull_lag

@@ -18,6 +18,7 @@ from rocketmq_retry.config import Config
 from rocketmq_retry.logformats import timefmt
 from rocketmq_retry.simulate import world
 from rocketmq_retry.simulate.consume import Consumer
+from rocketmq_retry.simulate.context import SimContext
 from rocketmq_retry.simulate.loop import EventLoop
 from rocketmq_retry.simulate.minute_stats import MinuteStats
 from rocketmq_retry.simulate.model import GroupRun, Instance, Lifecycle
@@ -50,11 +51,10 @@ class Simulator:
         self.stats = MinuteStats(self.loop, self.writer, self.topo, settings.noise)
         self.tracer = TraceDispatcher(self.loop, self.writer)
         noise = PeriodicNoise(self.loop, self.rng, self.writer, settings.noise, self.day_start)
-        self.startup = Startup(self.loop, self.rng, settings, self.topo, self.writer, noise, self.zone, self.day_start)
-        self.consumer = Consumer(self.loop, self.rng, settings, self.topo, self.writer, self.stats, self.tracer)
-        self.publishing = Publishing(
-            self.loop, self.rng, settings, self.topo, self.writer, self.stats, self.tracer, self.truth, self.consumer
-        )
+        ctx = SimContext(self.loop, self.rng, settings, self.topo, self.writer, self.stats, self.tracer)
+        self.startup = Startup(ctx, noise, self.zone, self.day_start)
+        self.consumer = Consumer(ctx)
+        self.publishing = Publishing(ctx, self.truth, self.consumer)
         self._progress_at = time.monotonic()
 
     @property

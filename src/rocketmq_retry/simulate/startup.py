@@ -6,12 +6,12 @@ listener containers, the client factory, the first rebalance), plus the broker's
 from __future__ import annotations
 
 import datetime as _dt
-import random
 
 from rocketmq_retry.engine import ConsumeMode, retry_topic
 from rocketmq_retry.logformats import java, layouts, statements, timefmt
 from rocketmq_retry.logformats.statements import fill
 from rocketmq_retry.simulate import world
+from rocketmq_retry.simulate.context import Part, SimContext
 from rocketmq_retry.simulate.javanames import (
     C_DMPCI,
     C_FACTORY,
@@ -22,31 +22,14 @@ from rocketmq_retry.simulate.javanames import (
     G_PUSH,
     G_SIMPLE,
 )
-from rocketmq_retry.simulate.loop import EventLoop
 from rocketmq_retry.simulate.model import GRPC, NAME_SERVER, AppRun, GroupRun, Instance, Producer, owned_queues
 from rocketmq_retry.simulate.noise import PeriodicNoise
-from rocketmq_retry.simulate.render import LogWriter, topic_config
-from rocketmq_retry.simulate.scenario import Settings
-from rocketmq_retry.simulate.topology import Topology
+from rocketmq_retry.simulate.render import topic_config
 
 
-class Startup:
-    def __init__(
-        self,
-        loop: EventLoop,
-        rng: random.Random,
-        settings: Settings,
-        topo: Topology,
-        writer: LogWriter,
-        noise: PeriodicNoise,
-        zone: str,
-        day_start: int,
-    ) -> None:
-        self.loop = loop
-        self.rng = rng
-        self.s = settings
-        self.topo = topo
-        self.writer = writer
+class Startup(Part):
+    def __init__(self, ctx: SimContext, noise: PeriodicNoise, zone: str, day_start: int) -> None:
+        super().__init__(ctx)
         self.noise = noise
         self.zone = zone
         self.day_start = day_start
