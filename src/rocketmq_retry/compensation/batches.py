@@ -255,6 +255,42 @@ def compensate_batch(
     cfg = _config(config if config is not None else batch.get("config"))
     shards = int(batch.get("shards") or 1)
     shard = int(batch.get("shard") or 0)
+    letters, notes = _batch_letters(batch, shard, shards)
+    run = _BatchRun(cfg, shards, run_id, notes)
+    run.counts["dead_letters"] = len(letters)
+    started = dt.datetime.now(dt.UTC)
+    with open_ledger(cfg, batch["warehouse"]) as ledger:
+        todo = run.outstanding(ledger, prepare(cfg, letters))
+        heartbeat = Heartbeat(ledger)
+        try:
+            by_handler: dict[str | None, list[tuple[DeadLetter, Registration]]] = {}
+            for item in todo:
+                by_handler.setdefault(item[1].handler, []).append(item)
+            for name, items in by_handler.items():
+                run.execute_handler_rows(ledger, heartbeat, name, items)
+        finally:
+            heartbeat.stop()
+            for h in run.handlers.values():
+                h.close()
+    summary: dict[str, Any] = {k: run.counts.get(k, 0) for k in SUMMARY_COUNTS}
+    summary.update(
+        dates=list(batch["dates"]),
+        shard=shard,
+        shards=shards,
+        run_id=run_id,
+        worker=run.worker,
+        seconds=round((dt.datetime.now(dt.UTC) - started).total_seconds(), 3),
+        handlers={k: dict(v) for k, v in run.per_handler.items()},
+        notes=run.notes,
+    )
+    log.info("compensation batch %s/%s of %s: %s", shard + 1, shards, ",".join(batch["dates"]), _line(summary))
+    if run.broken:
+        raise UserError("; ".join(f"handler {n!r}: {e}" for n, e in run.broken.items()))
+    return summary
+
+
+def _batch_letters(batch: Batch | dict[str, Any], shard: int, shards: int) -> tuple[list[DeadLetter], list[str]]:
+    """The batch's dead letters (its shard, or its explicit keys) and notes on chosen keys no longer there."""
     only = {(g, m) for g, m in batch["only"]} if batch.get("only") is not None else None
     letters: list[DeadLetter] = []
     for date in batch["dates"]:
@@ -269,15 +305,28 @@ def compensate_batch(
             f"{g}/{m}: no longer in dead_letters of {', '.join(batch['dates'])}; left PENDING"
             for g, m in sorted(only - found)
         ]
-    counts: Counter[str] = Counter(dead_letters=len(letters))
-    per_handler: dict[str, Counter[str]] = {}
-    handlers: dict[str, Handler] = {}
-    limiters: dict[str, RateLimiter] = {}
-    broken: dict[str, str] = {}
-    worker = _worker_id()
-    started = dt.datetime.now(dt.UTC)
-    with open_ledger(cfg, batch["warehouse"]) as ledger:
-        prepared = prepare(cfg, letters)
+    return letters, notes
+
+
+class _BatchRun:
+    """One batch's execution state: what it counted, the handlers it built (and could not), its worker id."""
+
+    def __init__(self, cfg: Config, shards: int, run_id: str | None, notes: list[str]) -> None:
+        self.cfg = cfg
+        self.shards = shards
+        self.run_id = run_id
+        self.notes = notes
+        self.counts: Counter[str] = Counter()
+        self.per_handler: dict[str, Counter[str]] = {}
+        self.handlers: dict[str, Handler] = {}
+        self.limiters: dict[str, RateLimiter] = {}
+        self.broken: dict[str, str] = {}
+        self.worker = _worker_id()
+
+    def outstanding(
+        self, ledger: Ledger, prepared: list[tuple[DeadLetter, Registration]]
+    ) -> list[tuple[DeadLetter, Registration]]:
+        """Register what is missing; count rows already settled (or claimed elsewhere) and return the rest."""
         ledger.register(reg for _, reg in prepared)
         snapshot = ledger.states((r.consumer_group, r.msg_id) for _, r in prepared)
         now = ledger.now()
@@ -285,79 +334,72 @@ def compensate_batch(
         for letter, reg in prepared:
             row = snapshot.get((reg.consumer_group, reg.msg_id))
             if row is not None and not ledger.is_claimable(row, now):
-                counts[_settled(row)] += 1
+                self.counts[_settled(row)] += 1
             else:
                 todo.append((letter, reg))
-        heartbeat = Heartbeat(ledger)
-        try:
-            by_handler: dict[str | None, list[tuple[DeadLetter, Registration]]] = {}
-            for item in todo:
-                by_handler.setdefault(item[1].handler, []).append(item)
-            for name, items in by_handler.items():
-                # Build the handler before claiming anything for it: a handler that cannot be built leaves its
-                # rows untouched, and building (imports, Airflow connection) never eats into a lease.
-                handler = _handler(name, cfg, handlers, limiters, broken, shards) if name else None
-                if name and handler is None:
-                    continue
-                limiter = limiters.get(name) if name else None
-                # Rate-limited: one row per claim, token first, so no claim waits on the limiter.
-                step = 1 if limiter else cfg.compensation.claim_chunk
-                pos = 0
-                while pos < len(items):  # items may grow: a row handed back is claimed again, alone, later
-                    chunk = items[pos : pos + step]
-                    pos += len(chunk)
-                    if limiter:
-                        limiter.acquire()
-                    claims, others = ledger.claim_many(
-                        [(r.consumer_group, r.msg_id) for _, r in chunk], worker=worker, run_id=run_id
-                    )
-                    for row in others.values():
-                        counts[_settled(row)] += 1
-                    counts["held_elsewhere"] += len(chunk) - len(claims) - len(others)
-                    # From here until each outcome is recorded, the heartbeat keeps every claim of the chunk
-                    # alive: the rows waiting their turn as well as the one whose handler is running.
-                    heartbeat.hold(claims.values())
-                    for letter, reg in chunk:
-                        claim = claims.get((reg.consumer_group, reg.msg_id))
-                        if claim is None:
-                            continue
-                        if handler is None:  # no route (or the row named an unknown handler)
-                            heartbeat.drop(claim)
-                            skipped = ledger.skip(claim, reg.skip_reason or "no route")
-                            counts["skipped" if skipped else "lost_lease"] += 1
-                            continue
-                        if heartbeat.remaining(claim) < _needed(cfg, handler.name, ledger):
-                            # The heartbeat could not renew this claim while the chunk's earlier calls ran (the
-                            # database was unreachable?): hand it back and claim it afresh later rather than
-                            # start a call that could outlive the claim. A fresh claim has the whole lease,
-                            # at least twice what is needed, so this always makes progress.
-                            heartbeat.drop(claim)
-                            ledger.release(claim)
-                            items.append((letter, reg))
-                            continue
-                        counts["executed"] += 1
-                        outcome = _execute(ledger, claim, handler, letter, heartbeat, notes)
-                        counts[outcome] += 1
-                        per_handler.setdefault(handler.name, Counter())[outcome] += 1
-        finally:
-            heartbeat.stop()
-            for h in handlers.values():
-                h.close()
-    summary: dict[str, Any] = {k: counts.get(k, 0) for k in SUMMARY_COUNTS}
-    summary.update(
-        dates=list(batch["dates"]),
-        shard=shard,
-        shards=shards,
-        run_id=run_id,
-        worker=worker,
-        seconds=round((dt.datetime.now(dt.UTC) - started).total_seconds(), 3),
-        handlers={k: dict(v) for k, v in per_handler.items()},
-        notes=notes,
-    )
-    log.info("compensation batch %s/%s of %s: %s", shard + 1, shards, ",".join(batch["dates"]), _line(summary))
-    if broken:
-        raise UserError("; ".join(f"handler {n!r}: {e}" for n, e in broken.items()))
-    return summary
+        return todo
+
+    def execute_handler_rows(
+        self, ledger: Ledger, heartbeat: Heartbeat, name: str | None, items: list[tuple[DeadLetter, Registration]]
+    ) -> None:
+        """Claim the rows routed to handler ``name`` chunk by chunk and execute each claimed one."""
+        cfg = self.cfg
+        # Build the handler before claiming anything for it: a handler that cannot be built leaves its
+        # rows untouched, and building (imports, Airflow connection) never eats into a lease.
+        handler = _handler(name, cfg, self.handlers, self.limiters, self.broken, self.shards) if name else None
+        if name and handler is None:
+            return
+        limiter = self.limiters.get(name) if name else None
+        # Rate-limited: one row per claim, token first, so no claim waits on the limiter.
+        step = 1 if limiter else cfg.compensation.claim_chunk
+        pos = 0
+        while pos < len(items):  # items may grow: a row handed back is claimed again, alone, later
+            chunk = items[pos : pos + step]
+            pos += len(chunk)
+            if limiter:
+                limiter.acquire()
+            claims, others = ledger.claim_many(
+                [(r.consumer_group, r.msg_id) for _, r in chunk], worker=self.worker, run_id=self.run_id
+            )
+            for row in others.values():
+                self.counts[_settled(row)] += 1
+            self.counts["held_elsewhere"] += len(chunk) - len(claims) - len(others)
+            # From here until each outcome is recorded, the heartbeat keeps every claim of the chunk
+            # alive: the rows waiting their turn as well as the one whose handler is running.
+            heartbeat.hold(claims.values())
+            for letter, reg in chunk:
+                claim = claims.get((reg.consumer_group, reg.msg_id))
+                if claim is not None:
+                    self._execute_claimed(ledger, heartbeat, handler, claim, letter, reg, items)
+
+    def _execute_claimed(
+        self,
+        ledger: Ledger,
+        heartbeat: Heartbeat,
+        handler: Handler | None,
+        claim: Any,
+        letter: DeadLetter,
+        reg: Registration,
+        items: list[tuple[DeadLetter, Registration]],
+    ) -> None:
+        if handler is None:  # no route (or the row named an unknown handler)
+            heartbeat.drop(claim)
+            skipped = ledger.skip(claim, reg.skip_reason or "no route")
+            self.counts["skipped" if skipped else "lost_lease"] += 1
+            return
+        if heartbeat.remaining(claim) < _needed(self.cfg, handler.name, ledger):
+            # The heartbeat could not renew this claim while the chunk's earlier calls ran (the database was
+            # unreachable?): hand it back and claim it afresh later rather than start a call that could outlive
+            # the claim. A fresh claim has the whole lease, at least twice what is needed, so this always makes
+            # progress.
+            heartbeat.drop(claim)
+            ledger.release(claim)
+            items.append((letter, reg))
+            return
+        self.counts["executed"] += 1
+        outcome = _execute(ledger, claim, handler, letter, heartbeat, self.notes)
+        self.counts[outcome] += 1
+        self.per_handler.setdefault(handler.name, Counter())[outcome] += 1
 
 
 def _handler(
