@@ -15,29 +15,19 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from rocketmq_retry.jobs.ingest_sql import sql_str
+from rocketmq_retry.logformats import layouts
 from rocketmq_retry.logformats.statements import CLIENTS
 from rocketmq_retry.logformats.statements import STATEMENTS as STATEMENTS  # the parser's table, re-exported
 from rocketmq_retry.logformats.trace import CONTENT_SPLITOR, FIELD_SPLITOR
 
-LEVEL_NAMES = ("TRACE", "DEBUG", "INFO", "WARN", "WARNING", "ERROR", "FATAL")
-LEVELS = "(?:" + "|".join(LEVEL_NAMES) + ")"
-
-# --- head lines ---------------------------------------------------------------------------------------------
-# 4.x ClientLogger DefaultLayout (§6.1): "yyyy-MM-dd HH:mm:ss,SSS LEVEL loggerName - message", JVM zone, \r\n.
-CLIENT4_HEAD = r"^(\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2},\d{3}) (" + LEVELS + r") (\S+) - (.*)$"
-# logback's default console pattern, where 4.x lines land with -Drocketmq.client.logUseSlf4j=true or on stdout
-# (tests/data/rocketmq-4.9.4/client/*.console-stdout.log): "HH:mm:ss.SSS [thread] LEVEL logger - message" -- no date.
-CONSOLE_HEAD = r"^(\d{2}:\d{2}:\d{2}\.\d{3}) \[([^\]]*)\] (" + LEVELS + r")\s+(\S+) - (.*)$"
-# 5.x remoting client and gRPC SDK (§6.1): "%d{yyy-MM-dd HH:mm:ss.SSS,GMT+8} %-5p [%pid] [%t] [%logger{12}#%M:%L] - %m".
-CLIENT5_HEAD = (
-    r"^(\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}\.\d{3}) (" + LEVELS + r")\s+\[(\d*)\] \[(.*?)\] \[([^\]]*)\] - (.*)$"
-)
-# Spring Boot default file/console pattern: 2.x "yyyy-MM-dd HH:mm:ss.SSS  LEVEL pid --- [thread] logger : msg",
-# 3.x "yyyy-MM-ddTHH:mm:ss.SSSXXX  LEVEL pid --- [app] [thread] logger : msg".
-SPRING_HEAD = (
-    r"^(\d{4}-\d{2}-\d{2})[T ](\d{2}:\d{2}:\d{2}\.\d{3})(Z|[+-]\d{2}:?\d{2})?\s+(" + LEVELS + r")\s+(\d*)\s+---\s+"
-    r"(?:\[[^\]]*\]\s+)?\[\s*([^\]]*)\]\s+(\S+)\s*:\s(.*)$"
-)
+# Head layouts: the parser's accepted language is defined once, in logformats.layouts (next to the renderers the
+# simulator writes with); re-exported here under the names the ingest modules use.
+LEVEL_NAMES = layouts.LEVEL_NAMES
+LEVELS = layouts.LEVELS
+CLIENT4_HEAD = layouts.CLIENT4_HEAD
+CONSOLE_HEAD = layouts.CONSOLE_HEAD
+CLIENT5_HEAD = layouts.CLIENT5_HEAD
+SPRING_HEAD = layouts.SPRING_HEAD
 
 # Anything that starts like a date but is not a valid head is a damaged head line, not a continuation.
 DATE_LIKE = r"^\d{4}-\d{2}-\d{2}[ T]\d"
