@@ -3,7 +3,9 @@ code kept their output, e.g. a restructuring run against a baseline written befo
 
     .venv/bin/python benchmarks/compare_warehouses.py BASE AFTER --date D [--tables transitions,lifecycles,...]
 
-Per table: both row counts and ``exceptAll`` both ways (duplicates count, column order and types must agree).
+Per table: both row counts and ``exceptAll`` both ways (duplicates count, column order and types must agree; a MAP
+column is compared as its sorted entries). Works for any table, e.g. the ingest job's
+``--tables events,quarantine,ingest_report,bindings``.
 Exits 1 when any table differs or is missing on one side, printing up to five differing rows each way.
 """
 
@@ -12,12 +14,24 @@ from __future__ import annotations
 import argparse
 import sys
 
-from pyspark.sql import SparkSession
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.types import MapType
 
 from rocketmq_retry.jobs.partitions import committed
 from rocketmq_retry.jobs.spark_session import build_spark_session
 
 RECONSTRUCT_TABLES = ("transitions", "lifecycles", "dead_letters", "reconciliation", "unattributed")
+
+
+def _comparable(df: DataFrame) -> DataFrame:
+    """Set operations refuse MAP columns (ingest_report's per-kind counts): compare their sorted entries instead."""
+    return df.select(
+        *(
+            F.array_sort(F.map_entries(df[f.name])).alias(f.name) if isinstance(f.dataType, MapType) else df[f.name]
+            for f in df.schema.fields
+        )
+    )
 
 
 def compare(spark: SparkSession, base: str, after: str, day: str, tables: tuple[str, ...]) -> bool:
@@ -34,6 +48,7 @@ def compare(spark: SparkSession, base: str, after: str, day: str, tables: tuple[
             print(f"{table}: schemas differ\n  {left.schema.simpleString()}\n  {right.schema.simpleString()}")
             same = False
             continue
+        left, right = _comparable(left), _comparable(right)
         only_left, only_right = left.exceptAll(right), right.exceptAll(left)
         n_left, n_right, n_only_left, n_only_right = left.count(), right.count(), only_left.count(), only_right.count()
         ok = n_left == n_right and n_only_left == 0 and n_only_right == 0

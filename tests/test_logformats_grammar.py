@@ -503,3 +503,225 @@ def test_grpc_message_queue_and_rebalance_renderings() -> None:
     )
     assert statements.C_REBALANCED_5X == "client " + statements.C_REBALANCED_4X
     assert statements.C_REBALANCED_4X.startswith("rebalanced result changed. allocateMessageQueueStrategyName={}")
+
+
+# --- one grammar: every template the simulator renders round-trips through the parser's regexes ----------------------
+
+_RT_EXT = java.message_ext_to_string(
+    broker_name="broker-a",
+    queue_id=2,
+    store_size=261,
+    queue_offset=7,
+    born_timestamp=1795303506209,
+    born_host="/10.0.0.5:49294",
+    store_timestamp=1795303506212,
+    store_host="/10.0.0.9:10911",
+    msg_id=java.offset_msg_id("10.0.0.9", 10911, 1560),
+    commit_log_offset=1560,
+    body_crc=1234,
+    reconsume_times=3,
+    topic="%RETRY%GID_orders",
+    properties={"KEYS": "ORD-1", "UNIQ_KEY": "0A00000531CC18B4AAC2", "RETRY_TOPIC": "ORDERS"},
+    body=b"{}",
+)
+_MQ = java.message_queue_to_string("ORDERS", "broker-a", 2)
+_GMQ = java.grpc_message_queue_to_string("broker-a", "ORDERS", 2)
+_EXC = "java.lang.IllegalStateException: ledger down, Listener.onMessage(Listener.java:42)"
+_UNIQ = "0A00000531CC18B4AAC2"
+_CID = "10.0.0.5@4242#123"
+
+# statement variant -> (the simulator's rendering of its message, the fields the parser must extract from it).
+# Each expected dict names every extraction the statement defines (group/topic/msg_id/reconsume/detail/msgs).
+_ROUND_TRIP: dict[str, tuple[str, dict[str, str]]] = {
+    "L_C1": (
+        statements.fill(statements.L_C1.template, _EXC, "GID_orders", java.message_list_to_string([_RT_EXT]), _MQ),
+        {"group_rx": "GID_orders", "msgs_rx": _RT_EXT, "detail_rx": _EXC},
+    ),
+    "L_C2": (
+        statements.fill(statements.L_C2.template, "GID_orders", java.message_list_to_string([_RT_EXT, _RT_EXT]), _MQ),
+        {"group_rx": "GID_orders", "msgs_rx": f"{_RT_EXT}, {_RT_EXT}"},
+    ),
+    "L_C3": (
+        statements.fill(statements.L_C3.template, "GID_fifo", java.message_list_to_string([_RT_EXT]), _MQ),
+        {"group_rx": "GID_fifo", "msgs_rx": _RT_EXT},
+    ),
+    "L_C4": (statements.fill(statements.L_C4.template, _RT_EXT), {"msgs_rx": _RT_EXT}),
+    "L_C5_5X": (
+        statements.fill(statements.L_C5_5X.template, "GID_orders", "broker-a", _MQ, _RT_EXT),
+        {"group_rx": "GID_orders", "msgs_rx": _RT_EXT},
+    ),
+    "L_C5_4X": (statements.fill(statements.L_C5_4X.template, "GID_orders"), {"group_rx": "GID_orders"}),
+    "L_C6": (
+        statements.fill(statements.L_C6.template, "GID_orders", _RT_EXT),
+        {"group_rx": "GID_orders", "msgs_rx": _RT_EXT},
+    ),
+    "L_C8": (
+        statements.fill(statements.L_C8.template, "ORDERS", _UNIQ, "10.0.0.9:10911", 2, 7),
+        {"topic_rx": "ORDERS", "msg_id_rx": _UNIQ},
+    ),
+    "L_C12": (statements.fill(statements.L_C12.template, _RT_EXT), {"msgs_rx": _RT_EXT}),
+    "L_C13": (statements.fill(statements.L_C13.template, 16, _RT_EXT), {"msgs_rx": _RT_EXT}),
+    "L_P1": (
+        statements.fill(statements.L_P1.template, 4611686018427387903, 3001, _MQ),
+        {
+            "topic_rx": "ORDERS",
+            "detail_rx": f"resend at once, InvokeID: 4611686018427387903, RT: 3001ms, Broker: {_MQ}",
+        },
+    ),
+    "S_CONSUME_FAILED": (
+        statements.fill(statements.S_CONSUME_FAILED.template, _UNIQ, "ORDERS", 2),
+        {"topic_rx": "ORDERS", "msg_id_rx": _UNIQ, "reconsume_rx": "2"},
+    ),
+    "G_LISTENER_EXCEPTION": (
+        statements.fill(statements.G_LISTENER_EXCEPTION.template, _CID, _GMQ, _UNIQ),
+        {"msg_id_rx": _UNIQ, "topic_rx": "ORDERS"},
+    ),
+    "G_FORWARD_DLQ_OK": (
+        statements.fill(
+            statements.G_FORWARD_DLQ_OK.template, _CID, "GID_fifo", _UNIQ, _GMQ, "ipv4:10.0.0.9:8081", "R1"
+        ),
+        {"group_rx": "GID_fifo", "msg_id_rx": _UNIQ},
+    ),
+    "G_SEND_RETRY": (
+        statements.fill(statements.G_SEND_RETRY.template, 3, 1, "ORDERS", _UNIQ, "ipv4:10.0.0.9:8081", _CID),
+        {"msg_id_rx": _UNIQ, "topic_rx": "ORDERS"},
+    ),
+    "G_SEND_FAILED": (
+        statements.fill(statements.G_SEND_FAILED.template, 3, 3, "ORDERS", _UNIQ, "ipv4:10.0.0.9:8081", _CID),
+        {"msg_id_rx": _UNIQ, "topic_rx": "ORDERS"},
+    ),
+    "G_SEND_THROTTLED": (
+        statements.fill(statements.G_SEND_THROTTLED.template, "PT1S", 3, 1, "ORDERS", _UNIQ, "ipv4:h:8081", _CID),
+        {"msg_id_rx": _UNIQ, "topic_rx": "ORDERS"},
+    ),
+    "G_RESEND_OK": (
+        statements.fill(statements.G_RESEND_OK.template, "ORDERS", _UNIQ, 3, 2, "ipv4:10.0.0.9:8081", _CID),
+        {"msg_id_rx": _UNIQ, "topic_rx": "ORDERS"},
+    ),
+    "L_B7": (
+        statements.fill(
+            statements.L_B7.template, "%DLQ%GID_orders", None, "ORDERS", "GID_orders", _UNIQ, 1795303506212
+        ),
+        {"group_rx": "GID_orders", "msg_id_rx": _UNIQ, "topic_rx": "%DLQ%GID_orders"},
+    ),
+    "L_B2": (
+        statements.fill(statements.L_B2.template, "GID_fifo", "%RETRY%GID_fifo", 16, 16),
+        {"group_rx": "GID_fifo", "topic_rx": "%RETRY%GID_fifo"},
+    ),
+    "L_B1": (
+        statements.fill(statements.L_B1.template, java.topic_config_to_string("%RETRY%GID_orders")),
+        {"topic_rx": "%RETRY%GID_orders"},
+    ),
+    "L_B9": (
+        stats.minute_line(statements.SNDBCK_PUT_NUMS, "ORDERS@GID_orders", 12, 50_000),
+        {"group_rx": "GID_orders", "topic_rx": "ORDERS", "detail_rx": "12"},
+    ),
+    "L_B10": (
+        stats.minute_line(
+            statements.SNDBCK2DLQ_TIMES, "null@ORDERS@GID_orders@" + statements.SEND_BACK_TO_DLQ, 2, 60_000
+        ),
+        {"group_rx": "GID_orders", "topic_rx": "ORDERS", "detail_rx": "2"},
+    ),
+    "L_B15": (
+        stats.minute_line(statements.TOPIC_PUT_NUMS, "%DLQ%GID_orders", 1, 60_000),
+        {"group_rx": "GID_orders", "topic_rx": "%DLQ%GID_orders", "detail_rx": "1"},
+    ),
+    "L_C16": (
+        stats.minute_line(statements.CONSUME_FAILED_TPS, "%RETRY%GID_orders@GID_orders", 4, 60_000),
+        {"group_rx": "GID_orders", "topic_rx": "%RETRY%GID_orders", "detail_rx": "4"},
+    ),
+}
+_EXTRACTIONS = ("group_rx", "msgs_rx", "detail_rx", "topic_rx", "msg_id_rx", "reconsume_rx")
+_WRITTEN_ONLY_ARGS = {
+    "S_RUNNING_CONTAINER": ("DefaultRocketMQListenerContainer{consumerGroup='GID_x', topic='ORDERS'}",),
+    "G_FIFO_EXHAUSTED": (16, 16, _GMQ, _UNIQ, _CID),
+}
+
+
+def _name_of(st: statements.Statement) -> str:
+    return next(name for name, value in vars(statements).items() if value is st and name.isupper())
+
+
+def _render_and_read(fmt: str, st: statements.Statement, message: str) -> str:
+    """Write ``message`` in ``fmt``'s layout as the simulator does, read it back with the parser's head regex."""
+    from rocketmq_retry.jobs import ingest_patterns as P
+    from rocketmq_retry.jobs.ingest_screen import RX_BROKER
+
+    ms = 1795303506245
+    logger = st.logger or "RocketmqClient"
+    if fmt == "rocketmq-client-4x":
+        line = layouts.render_client_4x(
+            timefmt.Clock(timefmt.CLIENT_4X_TS, "UTC").format(ms), st.level, logger, message
+        )
+        m = re.match(P.CLIENT4_HEAD, line.removesuffix("\r\n"))
+        assert m and m.group(2) == st.level, line
+        return m.group(4)
+    if fmt in ("rocketmq-client-5x", "rocketmq-grpc-client"):
+        clock = timefmt.Clock(timefmt.CLIENT_5X_TS, timefmt.GMT8)
+        line = layouts.render_client_5x(clock.format(ms), st.level, 4242, "ConsumeMessageThread_1", logger, message)
+        m = re.match(P.CLIENT5_HEAD, line.removesuffix("\n"))
+        assert m and m.group(2) == st.level, line
+        return m.group(6)
+    if fmt == "spring-listener":
+        clock = timefmt.Clock(timefmt.SPRING_TS, timefmt.GMT8)
+        line = layouts.render_spring(clock.format(ms), st.level, 4242, "ConsumeMessageThread_1", logger, message)
+        m = re.match(P.SPRING_HEAD, line.removesuffix("\n"))
+        assert m and m.group(4) == st.level, line
+        return m.group(8)
+    assert fmt in ("broker", "broker-stats"), fmt
+    ts = timefmt.Clock(timefmt.BROKER_TS, timefmt.GMT8).format(ms)
+    # stats.log / broker_default.log minute lines have no thread (RocketmqStats appender), the rest do
+    stats_line = "Stats In One Minute" in message
+    line = layouts.render_stats(ts, message) if stats_line else layouts.render_broker(ts, st.level, "T_1", message)
+    head, _, msg = line.removesuffix("\n").partition(" - ")  # the parser cuts the head at the first " - "
+    m = re.match(RX_BROKER, head)
+    assert m and m.group(2) == st.level, line
+    return msg
+
+
+def test_every_statement_with_a_template_is_round_tripped() -> None:
+    with_template = {_name_of(st) for st in statements.CATALOGUE if st.template is not None}
+    assert with_template == set(_ROUND_TRIP) | set(_WRITTEN_ONLY_ARGS)
+    assert all(st.template is None for st in statements.STATEMENTS if _name_of(st) not in _ROUND_TRIP)
+
+
+@pytest.mark.parametrize("name", sorted(_ROUND_TRIP))
+def test_simulated_statement_is_read_back_by_the_parser(name: str) -> None:
+    from rocketmq_retry.jobs import ingest_patterns as P
+
+    st = getattr(statements, name)
+    message, expected = _ROUND_TRIP[name]
+    # the case's message is the template filled (stats lines come from stats.minute_line, the simulator's path)
+    assert message == statements.fill(
+        st.template, *re.fullmatch(statements.template_regex(st.template), message).groups()
+    )
+    assert set(expected) == {rx for rx in _EXTRACTIONS if getattr(st, rx)}, "every extraction must be checked"
+    for fmt in st.formats:
+        got = _render_and_read(fmt, st, message)
+        assert got == message
+        # the parser classifies by the first matching prefix, then requires the full pattern
+        first = next(
+            s
+            for s in P.STATEMENTS
+            if fmt in s.formats and (got.startswith(s.prefix) or (s.contains and s.prefix in got))
+        )
+        assert first is st, (fmt, first.id)
+        assert re.search(st.pattern, got), (fmt, st.pattern, got)
+        for rx, value in expected.items():
+            m = re.search(getattr(st, rx), got)
+            assert m and m.group(1) == value, (fmt, rx, m and m.group(1), value)
+
+
+def test_l_p1_literal_placeholders_of_5_2_0_still_parse() -> None:
+    m = re.search(statements.L_P1.pattern, statements.L_P1_520_LITERAL)
+    assert m and m.groups() == ("%s", "%s", "%s")
+
+
+@pytest.mark.parametrize("name", sorted(_WRITTEN_ONLY_ARGS))
+def test_written_only_statement_is_claimed_by_no_parser_statement(name: str) -> None:
+    from rocketmq_retry.jobs import ingest_patterns as P
+
+    st = getattr(statements, name)
+    assert st in statements.WRITTEN_ONLY and not st.pattern
+    message = statements.fill(st.template, *_WRITTEN_ONLY_ARGS[name])
+    assert not [s.id for s in P.STATEMENTS if message.startswith(s.prefix)]

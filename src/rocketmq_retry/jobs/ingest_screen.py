@@ -46,9 +46,9 @@ SCREEN_COLUMNS = (
 # Carried unchanged through every step of the screen.
 _KEYS = ("source", "source_file", "line_no", "group_hint")
 # The one statement whose line may be paired with a later line (4.9.4 L-P1, §12).
-LP1 = next(i for i, st in enumerate(P.STATEMENTS) if st.ref == "L-P1")
+LP1 = next(i for i, st in enumerate(P.STATEMENTS) if st.id == "L-P1")
 # Per-minute counters whose zero lines are noise (L-C16 client CONSUME_FAILED_TPS, L-B15 TOPIC_PUT_NUMS of a DLQ).
-ZERO_COUNTERS = "(" + ", ".join(str(i) for i, st in enumerate(P.STATEMENTS) if st.ref in ("L-C16", "L-B15")) + ")"
+ZERO_COUNTERS = "(" + ", ".join(str(i) for i, st in enumerate(P.STATEMENTS) if st.id in ("L-C16", "L-B15")) + ")"
 
 # Head layouts without their message part: the regex runs over the short text before the separator only.
 RX_C4 = P.CLIENT4_HEAD.removesuffix(" - (.*)$") + "$"
@@ -69,7 +69,7 @@ def _statement_sql() -> tuple[str, str, str, str]:
         for i, st in enumerate(P.STATEMENTS)
     )
     full = " ".join(f"WHEN {i} THEN msg RLIKE {sql_str(st.pattern)}" for i, st in enumerate(P.STATEMENTS))
-    ref = " ".join(f"WHEN {i} THEN {sql_str(st.ref)}" for i, st in enumerate(P.STATEMENTS))
+    ref = " ".join(f"WHEN {i} THEN {sql_str(st.id)}" for i, st in enumerate(P.STATEMENTS))
     return probes, f"CASE {index} END", f"CASE stmt {full} END", f"CASE stmt {ref} END"
 
 

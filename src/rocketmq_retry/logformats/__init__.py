@@ -1,9 +1,16 @@
 """The grammar of every supported log/trace format, shared by the Spark parser and the simulator (DESIGN §3, §6).
 
+Each statement and each head layout is defined once, here: the simulator renders the templates and layouts, the
+ingest job (``jobs/ingest_patterns`` re-exports) matches the regexes defined next to them, and
+``tests/test_logformats_grammar.py`` round-trips every template through those regexes (docs/ingest.md, "One
+grammar").
+
 Modules:
 - :mod:`.timefmt` timestamp layouts and zones of each format;
-- :mod:`.layouts` line layouts (prefix, line ending, throwable rendering) and per-line regexes;
-- :mod:`.statements` the exact statements with their statement ids (L-C1…, L-B7…, Spring, gRPC SDK);
+- :mod:`.layouts` line layouts (prefix, line ending, throwable rendering), the parser's head regexes and the
+  simulator's per-line regexes (one level set);
+- :mod:`.statements` the statement catalogue: each statement id once, with the template the simulator renders and
+  the regexes the parser matches (L-C1…, L-B7…, Spring, gRPC SDK);
 - :mod:`.java` Java ``toString()`` renderings (``MessageExt``, ``Message``, ``MessageQueue``, byte arrays,
   HashMap order) and message-id layouts;
 - :mod:`.trace` trace record layouts (U+0001 fields, U+0002 record ends);

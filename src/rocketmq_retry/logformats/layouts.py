@@ -23,6 +23,27 @@ from rocketmq_retry.logformats.timefmt import (
 CRLF = "\r\n"
 LF = "\n"
 
+# --- the parser's head lines (jobs/ingest_patterns re-exports them; Java regexes for Spark) --------------------
+# One level set for every layout, the parser's: what a head may carry. The simulator writes TRACE..ERROR only; the
+# *_LINE_RE below accept the same set, so the simulator's and the parser's notion of a head agree.
+LEVEL_NAMES = ("TRACE", "DEBUG", "INFO", "WARN", "WARNING", "ERROR", "FATAL")
+LEVELS = "(?:" + "|".join(LEVEL_NAMES) + ")"
+# 4.x ClientLogger DefaultLayout (§6.1): "yyyy-MM-dd HH:mm:ss,SSS LEVEL loggerName - message", JVM zone, \r\n.
+CLIENT4_HEAD = r"^(\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2},\d{3}) (" + LEVELS + r") (\S+) - (.*)$"
+# logback's default console pattern, where 4.x lines land with -Drocketmq.client.logUseSlf4j=true or on stdout
+# (tests/data/rocketmq-4.9.4/client/*.console-stdout.log): "HH:mm:ss.SSS [thread] LEVEL logger - message" -- no date.
+CONSOLE_HEAD = r"^(\d{2}:\d{2}:\d{2}\.\d{3}) \[([^\]]*)\] (" + LEVELS + r")\s+(\S+) - (.*)$"
+# 5.x remoting client and gRPC SDK (§6.1): "%d{yyy-MM-dd HH:mm:ss.SSS,GMT+8} %-5p [%pid] [%t] [%logger{12}#%M:%L] - %m".
+CLIENT5_HEAD = (
+    r"^(\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}\.\d{3}) (" + LEVELS + r")\s+\[(\d*)\] \[(.*?)\] \[([^\]]*)\] - (.*)$"
+)
+# Spring Boot default file/console pattern: 2.x "yyyy-MM-dd HH:mm:ss.SSS  LEVEL pid --- [thread] logger : msg",
+# 3.x "yyyy-MM-ddTHH:mm:ss.SSSXXX  LEVEL pid --- [app] [thread] logger : msg".
+SPRING_HEAD = (
+    r"^(\d{4}-\d{2}-\d{2})[T ](\d{2}:\d{2}:\d{2}\.\d{3})(Z|[+-]\d{2}:?\d{2})?\s+(" + LEVELS + r")\s+(\d*)\s+---\s+"
+    r"(?:\[[^\]]*\]\s+)?\[\s*([^\]]*)\]\s+(\S+)\s*:\s(.*)$"
+)
+
 # --- rocketmq-client-4x -------------------------------------------------------------------------------------
 # ClientLogger / LoggingBuilder.DefaultLayout (§6.1): "<ts> <LEVEL> <loggerName> - <msg>\r\n", level not padded.
 # The throwable follows line by line, each line ending in \r\n, and its text (Throwable.printStackTrace split on
@@ -31,7 +52,7 @@ LF = "\n"
 CLIENT_4X_LINE_ENDING = CRLF
 CLIENT_4X_LOGGERS = ("RocketmqClient", "RocketmqCommon", "RocketmqRemoting")
 CLIENT_4X_LINE_RE = (
-    r"^(?P<ts>" + CLIENT_4X_TS.regex + r") (?P<level>TRACE|DEBUG|INFO|WARN|ERROR) (?P<logger>\S+) - (?P<msg>.*?)\r?$"
+    r"^(?P<ts>" + CLIENT_4X_TS.regex + r") (?P<level>" + LEVELS + r") (?P<logger>\S+) - (?P<msg>.*?)\r?$"
 )
 
 
@@ -50,9 +71,7 @@ CLIENT_5X_PATTERN = "%d{yyy-MM-dd HH:mm:ss.SSS,GMT+8} %-5p [%pid] [%t] [%logger{
 CLIENT_5X_LINE_ENDING = LF
 UNKNOWN_LOCATION = "?:?"
 CLIENT_5X_LINE_RE = (
-    r"^(?P<ts>"
-    + CLIENT_5X_TS.regex
-    + r") (?P<level>TRACE|DEBUG|INFO |WARN |ERROR) \[(?P<pid>\d+)\] \[(?P<thread>[^\]]*)\] "
+    r"^(?P<ts>" + CLIENT_5X_TS.regex + r") (?P<level>" + LEVELS + r")\s+\[(?P<pid>\d+)\] \[(?P<thread>[^\]]*)\] "
     r"\[(?P<logger>[^\]#]+)#(?P<location>[^\]]*)\] - (?P<msg>.*)$"
 )
 GRPC_CLIENT_LINE_RE = CLIENT_5X_LINE_RE
@@ -79,8 +98,10 @@ def render_client_5x(
 # rmq.broker.logback.xml / logback_broker.xml: %d{yyy-MM-dd HH:mm:ss,GMT+8} %p %t - %m%n (§6.1).
 BROKER_PATTERN = "%d{yyy-MM-dd HH:mm:ss,GMT+8} %p %t - %m%n"
 BROKER_LINE_ENDING = LF
+# Level and thread are optional, as for the parser (jobs/ingest_screen.RX_BROKER): stats.log drops the thread, the
+# watermark/protection appenders drop the level too.
 BROKER_LINE_RE = (
-    r"^(?P<ts>" + BROKER_TS.regex + r") (?P<level>TRACE|DEBUG|INFO|WARN|ERROR) (?P<thread>\S+) - (?P<msg>.*)$"
+    r"^(?P<ts>" + BROKER_TS.regex + r")(?: (?P<level>" + LEVELS + r"))?(?: (?P<thread>\S+))? - (?P<msg>.*)$"
 )
 
 
@@ -94,7 +115,7 @@ def render_broker(ts: str, level: str, thread: str, message: str, throwable: Seq
 # --- broker-stats (stats.log) -------------------------------------------------------------------------------
 # RocketmqStats appender: %d{yyy-MM-dd HH:mm:ss,GMT+8} %p - %m%n (no thread, §6.1).
 STATS_PATTERN = "%d{yyy-MM-dd HH:mm:ss,GMT+8} %p - %m%n"
-STATS_LINE_RE = r"^(?P<ts>" + BROKER_TS.regex + r") (?P<level>INFO|WARN|ERROR) - (?P<msg>.*)$"
+STATS_LINE_RE = r"^(?P<ts>" + BROKER_TS.regex + r") (?P<level>" + LEVELS + r") - (?P<msg>.*)$"
 
 
 def render_stats(ts: str, message: str, level: str = "INFO") -> str:
@@ -178,7 +199,9 @@ SPRING_LINE_RE = (
     + SPRING_TS.regex
     + "|"
     + SPRING_BOOT2_TS.regex
-    + r") +(?P<level>TRACE|DEBUG|INFO|WARN|ERROR) (?P<pid>\d+) --- (?:\[(?P<app>[^\]]*)\] )?\[(?P<thread>[^\]]*)\] "
+    + r") +(?P<level>"
+    + LEVELS
+    + r") (?P<pid>\d+) --- (?:\[(?P<app>[^\]]*)\] )?\[(?P<thread>[^\]]*)\] "
     r"(?P<logger>\S+) *: (?P<msg>.*)$"
 )
 
