@@ -9,6 +9,7 @@ import pathlib
 import pytest
 
 from rocketmq_retry.cli import main as rocketmq_retry
+from rocketmq_retry.contract import partition_dir
 from test_compensation_support import EffectServer, dead_letter_rows, write_config, write_partition
 
 DATE = "2026-11-20"
@@ -174,7 +175,7 @@ def test_dead_letters_written_before_compensation_safety_are_refused(
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    path = tmp_path / "wh" / "dead_letters" / f"dt={DATE}"
+    path = partition_dir(tmp_path / "wh", "dead_letters", DATE)
     path.mkdir(parents=True)
     pq.write_table(pa.table({"consumer_group": ["g"], "msg_id": ["m"]}), path / "part-0.parquet")
     code, _, err = run(capsys, "compensate", "--date", DATE, "--warehouse", str(tmp_path / "wh"))

@@ -183,7 +183,9 @@ def write_partition(warehouse: pathlib.Path, date: str, rows: list[dict[str, Any
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    path = warehouse / "dead_letters" / f"dt={date}"
+    from rocketmq_retry import contract
+
+    path = contract.partition_dir(warehouse, "dead_letters", date)
     path.mkdir(parents=True, exist_ok=True)
     schema = pa.schema(
         [
@@ -202,6 +204,8 @@ def write_partition(warehouse: pathlib.Path, date: str, rows: list[dict[str, Any
             ("review_reason", pa.string()),
         ]
     )
+    # the columns compensation reads, a subset of the contract's in its order (a rename there fails here)
+    assert schema.names == [c for c in contract.columns("dead_letters") if c in schema.names]
     pq.write_table(pa.Table.from_pylist(rows, schema=schema), path / "part-00000.parquet")
     (path / "_SUCCESS").touch()
     return path

@@ -18,39 +18,14 @@ from typing import Any
 import pytest
 
 from conftest import ROOT
+from rocketmq_retry import contract
 
 DS = "2026-11-20"
 T0 = dt.datetime(2026, 11, 20, 1, 0, 0)
 
-SCHEMAS = {
-    "events": (
-        "event_id string, event_time timestamp, source string, source_file string, line_no long, event_type string, "
-        "consumer_group string, producer_group string, msg_id string, offset_msg_id string, origin_msg_id string, "
-        "topic string, original_topic string, queue_id int, reconsume_times int, delay_level int, keys string, "
-        "tags string, body string, status_code string, cost_ms long, broker string, client_host string, "
-        "thread string, detail string, attribution string, instance string"
-    ),
-    "transitions": (
-        "consumer_group string, msg_id string, hop int, from_state string, to_state string, observed_at timestamp, "
-        "expected_at timestamp, drift_ms long, delay_level int, reconsume_times int, physical_topic string, "
-        "queue_id int, inferred boolean, evidence array<string>"
-    ),
-    "lifecycles": (
-        "consumer_group string, msg_id string, original_topic string, keys string, tags string, business_key string, "
-        "first_seen timestamp, last_seen timestamp, deliveries int, final_state string, expected_final_state string, "
-        "max_reconsume_times int, anomalies array<string>, attribution array<string>, instances array<string>"
-    ),
-    "dead_letters": (
-        "consumer_group string, msg_id string, original_topic string, dlq_at timestamp, reconsume_times int, "
-        "keys string, tags string, business_key string, body string, compensation_handler string, "
-        "dlq_inferred boolean, evidence array<string>, attribution array<string>, compensable boolean, "
-        "review_reason string"
-    ),
-    "unattributed": (
-        "source string, source_file string, instance string, event_type string, topic string, reason string, "
-        "candidates array<string>, fix string, lines long, example_line_no long"
-    ),
-}
+# the written tables' schemas, from the data contract (the suites check the same column sets)
+TABLES = ("events", "transitions", "lifecycles", "dead_letters", "unattributed")
+SCHEMAS = {table: contract.ddl(table) for table in TABLES}
 
 
 def _at(seconds: float) -> dt.datetime:
@@ -116,7 +91,7 @@ def write_warehouse(spark: Any, warehouse: pathlib.Path, tables: dict[str, list[
         schema = _parse_datatype_string(SCHEMAS[table])
         ordered = [tuple(row.get(f.name) for f in schema.fields) for row in rows]
         spark.createDataFrame(ordered, schema).coalesce(1).write.mode("overwrite").parquet(
-            str(warehouse / table / f"dt={ds}")
+            str(contract.partition_dir(warehouse, table, ds))
         )
 
 

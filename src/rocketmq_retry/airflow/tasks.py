@@ -154,7 +154,9 @@ def report(**context: Any) -> dict[str, Any]:
 
         log.info("compensation in this run: %s", summary_line(compensation))
     result = build_report(paths["ds"], paths["warehouse"], validation, compensation)
-    out = pathlib.Path(paths["warehouse"]) / REPORT_TABLE / f"dt={paths['ds']}"
+    from rocketmq_retry.contract import partition_dir
+
+    out = partition_dir(paths["warehouse"], REPORT_TABLE, paths["ds"])
     out.mkdir(parents=True, exist_ok=True)
     tmp = out / ".summary.json.tmp"
     tmp.write_text(json.dumps(result, indent=2, sort_keys=True) + "\n", encoding="utf-8")

@@ -8,12 +8,13 @@ import os
 import pathlib
 from typing import Any
 
+from rocketmq_retry import contract
 from rocketmq_retry.compensation.model import DeadLetter
 from rocketmq_retry.dates import partition_date
 from rocketmq_retry.errors import InputError
 from rocketmq_retry.jobs.partitions import committed
 
-REQUIRED = ("consumer_group", "msg_id")
+REQUIRED = contract.KEY
 
 
 def check_date(value: str) -> str:

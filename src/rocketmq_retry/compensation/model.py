@@ -8,6 +8,8 @@ import enum
 import uuid
 from typing import Any
 
+from rocketmq_retry import contract
+
 # A fixed namespace: the idempotency key of a dead letter must never change between releases,
 # because downstream systems deduplicate on it.
 _KEY_NAMESPACE = uuid.UUID("6f1c2a4e-93b1-5d1e-8c0a-7a52e4d0b3c9")
@@ -75,3 +77,11 @@ class DeadLetter:
             "business_key": self.business_key,
             "body": self.body,
         }
+
+
+# The fields read from a dead_letters row: each must be a column of the data contract, so a column renamed there
+# fails here, at import, instead of reading None from every row.
+ROW_FIELDS = tuple(f.name for f in dataclasses.fields(DeadLetter) if f.name != "dlq_date")
+_NOT_IN_CONTRACT = sorted(set(ROW_FIELDS) - set(contract.columns("dead_letters")))
+if _NOT_IN_CONTRACT:
+    raise ImportError(f"DeadLetter fields {_NOT_IN_CONTRACT} are not dead_letters columns of rocketmq_retry.contract")

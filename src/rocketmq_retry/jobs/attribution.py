@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
+from rocketmq_retry import contract
 from rocketmq_retry.engine.model import Protocol
 from rocketmq_retry.jobs.ingest_parse import ANY_TOPIC
 from rocketmq_retry.jobs.partitions import committed
@@ -37,31 +38,13 @@ if TYPE_CHECKING:
 
     from rocketmq_retry.config import Config
 
-# How a row's group was established; "subscription" marks the silent consumptions the reconstruction infers from
-# a group's other lifecycles on the topic (docs/reconstruction.md, "Silent consumptions").
-ATTRIBUTIONS = ("line", "config", "container", "thread", "client-log", "single-group", "subscription")
+ATTRIBUTIONS = contract.ATTRIBUTIONS  # how a row's group was established (the data contract)
 # Threads of the remoting client's consume services: ThreadFactoryImpl names them prefix + counter, and the prefix
 # carries "<group>_" from client 4.9.3 (ConsumeMessageConcurrentlyService / ConsumeMessageOrderlyService
 # constructors; the scheduled pools from 5.1.1). Older clients and the POP services write the prefix alone.
 THREAD_PREFIXES = ("ConsumeMessageThread_", "ConsumeMessageScheduledThread_", "CleanExpireMsgScheduledThread_")
-REASONS = {
-    "no-evidence": "no group evidence for this instance and topic",
-    "ambiguous": "several groups consume this topic in this instance",
-    "conflict": "the instance's evidence disagrees",
-    "grpc-groups": "the config declares several gRPC groups and none lists this topic",
-}
-UNATTRIBUTED_COLUMNS = (
-    "source",
-    "source_file",
-    "instance",
-    "event_type",
-    "topic",
-    "reason",
-    "candidates",
-    "fix",
-    "lines",
-    "example_line_no",
-)
+REASONS = contract.UNATTRIBUTED_REASONS
+UNATTRIBUTED_COLUMNS = contract.columns("unattributed")
 _EMPTY = "array<string>"
 
 

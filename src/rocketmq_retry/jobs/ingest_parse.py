@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 from pyspark.sql import Column, Window
 from pyspark.sql import functions as F
 
+from rocketmq_retry import contract
 from rocketmq_retry.jobs import ingest_patterns as P
 from rocketmq_retry.jobs.ingest_dump import dump_event_sql
 from rocketmq_retry.jobs.ingest_screen import screen_log_lines, settle_candidates
@@ -43,64 +44,16 @@ LOG_FORMATS = (
 )
 TRACE_TOPICS_RX = r"^(RMQ_SYS_TRACE_TOPIC|rmq_sys_TRACE_DATA_.*)$"
 
+# The struct a parsed line yields per record: the events columns (data contract) the line itself can tell, plus
+# ``rec`` (the record's index in the line); events_of adds event_id, source_file, line_no and instance.
+_EVENT_ADDED_BY_EVENTS_OF = ("event_id", "source_file", "line_no", "instance")
 EVENT_FIELDS: tuple[tuple[str, str], ...] = (
     ("rec", "int"),
-    ("source", "string"),
-    ("event_time", "timestamp"),
-    ("event_type", "string"),
-    ("consumer_group", "string"),
-    ("producer_group", "string"),
-    ("msg_id", "string"),
-    ("offset_msg_id", "string"),
-    ("origin_msg_id", "string"),
-    ("topic", "string"),
-    ("original_topic", "string"),
-    ("queue_id", "int"),
-    ("reconsume_times", "int"),
-    ("delay_level", "int"),
-    ("keys", "string"),
-    ("tags", "string"),
-    ("body", "string"),
-    ("status_code", "string"),
-    ("cost_ms", "long"),
-    ("broker", "string"),
-    ("client_host", "string"),
-    ("thread", "string"),
-    ("detail", "string"),
-    # "config" when the group came from the source's consumer_group (the line names none); else null
-    ("attribution", "string"),
+    *((n, t) for n, t in contract.SCHEMAS["events"] if n not in _EVENT_ADDED_BY_EVENTS_OF),
 )
 EVENT_STRUCT_DDL = "struct<" + ",".join(f"{n}:{t}" for n, t in EVENT_FIELDS) + ">"
 BAD_STRUCT_DDL = "struct<rec:int,raw:string,reason:string>"
-EVENT_COLUMNS = (
-    "event_id",
-    "event_time",
-    "source",
-    "source_file",
-    "line_no",
-    "event_type",
-    "consumer_group",
-    "producer_group",
-    "msg_id",
-    "offset_msg_id",
-    "origin_msg_id",
-    "topic",
-    "original_topic",
-    "queue_id",
-    "reconsume_times",
-    "delay_level",
-    "keys",
-    "tags",
-    "body",
-    "status_code",
-    "cost_ms",
-    "broker",
-    "client_host",
-    "thread",
-    "detail",
-    "attribution",
-    "instance",
-)
+EVENT_COLUMNS = contract.columns("events")
 # Event types that are about one consumer group: a row of these without a group is "unattributed" (DESIGN §6).
 GROUP_EVENTS = (
     "DELIVERED",
@@ -120,32 +73,9 @@ GROUP_EVENTS = (
 # Per-minute counters of a group (broker stats.log, 5.x broker_default.log, the client's own stats lines)
 COUNTER_EVENTS = ("SEND_BACK_COUNT", "DLQ_COUNT", "DLQ_PUT_COUNT", "CONSUME_FAILED_COUNT")
 # ingest_report/dt=D, one row per file (DESIGN §4); see report_of
-REPORT_COLUMNS = (
-    "source_file",
-    "source",
-    "lines_read",
-    "events",
-    "ignored",
-    "continuation",
-    "quarantined",
-    "other_date",
-    "event_rows",
-    "unattributed_events",
-    "bad_records",
-    "other_date_records",
-    "ignored_by_kind",
-    "quarantined_by_reason",
-    # "read", or "quarantined" (a damaged .gz, not read) / "refused" (its real path leaves the landing root)
-    "file_status",
-    "file_reason",
-)
-REPORT_DDL = (
-    "source_file string, source string, lines_read long, events long, ignored long, continuation long, "
-    "quarantined long, other_date long, event_rows long, unattributed_events long, bad_records long, "
-    "other_date_records long, ignored_by_kind map<string,bigint>, quarantined_by_reason map<string,bigint>, "
-    "file_status string, file_reason string"
-)
-QUARANTINE_DDL = "source string, source_file string, line_no long, raw string, reason string, byte_offset long"
+REPORT_COLUMNS = contract.columns("ingest_report")
+REPORT_DDL = contract.ddl("ingest_report")
+QUARANTINE_DDL = contract.ddl("quarantine")
 LINE_COLUMNS = (
     "source",
     "source_file",
@@ -838,7 +768,7 @@ def report_of(groups: DataFrame) -> DataFrame:
 
 # bindings/dt=D, one row per (file, kind, group, topic): what the day's start-up, rebalance and offset-flush lines
 # say about which group consumes which topic in each application instance (docs/reconstruction.md, "Attribution")
-BINDING_COLUMNS = ("instance", "source", "source_file", "kind", "consumer_group", "topic", "lines")
+BINDING_COLUMNS = contract.columns("bindings")
 # RocketMQ's own name rules (TopicValidator / Validators: [%|a-zA-Z0-9_-]); anything else is not a name
 _NAME_RX = r"^[%|a-zA-Z0-9_-]{1,255}$"
 # a binding that names the instance's group for all its topics (the gRPC SDK's consume-service line)

@@ -19,11 +19,13 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
+from rocketmq_retry import contract
 from rocketmq_retry.engine import next_hop as engine_next_hop
 from rocketmq_retry.engine.model import (
     ConsumeMode,
     ConsumeOutcome,
     FailedDelivery,
+    FinalState,
     GroupPolicy,
     HopAction,
     MessageModel,
@@ -86,18 +88,21 @@ def summarize(policy: GroupPolicy) -> GroupSummary:
     threshold: int | None = None
     offset = 1
     total = 0
-    final = "IN_RETRY"
+    # The engine's final states in the tables' words (the data contract): RETRYING_FOREVER is IN_RETRY there.
+    final = contract.final_state_of(FinalState.RETRYING_FOREVER)
     deliveries: int | None = None
     for r in range(PATH_CAP + 1):
         hop = next_hop(policy, _failure("NONE", r, ""))
         if hop is None:
             break
         if hop.action is HopAction.DEAD_LETTER:
-            threshold, offset, final, deliveries = r, hop.reconsume_times - r, "DEAD_LETTERED", r + 1
+            threshold, offset, deliveries = r, hop.reconsume_times - r, r + 1
+            final = contract.final_state_of(FinalState.DEAD_LETTERED)
             total += hop.delay_ms if hop.via_schedule_topic else 0
             break
         if hop.action is HopAction.DROPPED:
-            threshold, final, deliveries = None, "DROPPED", r + 1
+            threshold, deliveries = None, r + 1
+            final = contract.final_state_of(FinalState.DROPPED)
             break
         total += hop.delay_ms
     else:

@@ -25,33 +25,14 @@ from typing import TYPE_CHECKING, Any
 
 from pyspark.sql import Column, DataFrame, Row, Window
 from pyspark.sql import functions as F
-from pyspark.sql import types as T
+
+from rocketmq_retry import contract
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-RECONCILIATION_COLUMNS = (
-    "consumer_group",
-    "minute",
-    "reconstructed_send_backs",
-    "broker_send_backs",
-    "send_back_diff",
-    "reconstructed_dlq",
-    "broker_dlq",
-    "dlq_diff",
-    "reconstructed_failures",
-    "client_failures",
-    "failure_diff",
-    "cause",
-)
-RECONCILIATION_SCHEMA = T.StructType(
-    [
-        T.StructField("consumer_group", T.StringType()),
-        T.StructField("minute", T.TimestampType()),
-        *(T.StructField(c, T.LongType()) for c in RECONCILIATION_COLUMNS[2:-1]),
-        T.StructField("cause", T.StringType()),
-    ]
-)
+RECONCILIATION_COLUMNS = contract.columns("reconciliation")
+RECONCILIATION_SCHEMA = contract.struct_type("reconciliation")
 # the counter each comparison reads, and the reconstructed side it is compared with
 PAIRS = (
     ("reconstructed_send_backs", "broker_send_backs", "send_back_diff"),

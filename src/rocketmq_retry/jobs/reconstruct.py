@@ -24,7 +24,6 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import os
-import pathlib
 import re
 import sys
 import time
@@ -34,6 +33,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from rocketmq_retry.config import load_config
+from rocketmq_retry.contract import partition_dir
 from rocketmq_retry.dates import partition_date
 from rocketmq_retry.errors import InputError, UserError
 from rocketmq_retry.jobs import lifecycle_schedule as sched
@@ -67,12 +67,12 @@ def parse_duration_ms(text: str) -> int:
 
 def read_events(spark: SparkSession, warehouse: str, day: str, lookback_ms: int, zone: str = "UTC") -> DataFrame:
     """events/dt=D plus the partitions the look-back reaches, the latter cut to the look-back window."""
-    base = pathlib.Path(warehouse) / "events"
     d0, _ = day_bounds(day, zone)
     start = dt.datetime.fromtimestamp((d0 - lookback_ms) / 1000, tz=ZoneInfo(zone)).date()
     target = dt.date.fromisoformat(day)
     if not committed(warehouse, "events", day).is_dir():
-        raise InputError(f"no events for {day}: {base / f'dt={day}'} does not exist (run ingest first)")
+        missing = partition_dir(warehouse, "events", day)
+        raise InputError(f"no events for {day}: {missing} does not exist (run ingest first)")
     frames: list[DataFrame] = []
     cur = start
     while cur <= target:

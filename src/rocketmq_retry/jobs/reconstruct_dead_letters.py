@@ -6,8 +6,8 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
+from rocketmq_retry import contract as C
 from rocketmq_retry.config import Config
-from rocketmq_retry.jobs.reconstruct_facts import KEY
 from rocketmq_retry.jobs.reconstruct_lifecycles import business_key
 
 
@@ -50,26 +50,25 @@ def dead_letters_from(life: DataFrame, config: Config, day_bounds: tuple[int, in
     lifecycles (``reconstruct_lifecycles.lifecycles_from``): an observed DLQ arrival on D, else an inferred one
     expected on D."""
     d0, d1 = day_bounds
-    dlq_dead = F.col("final_state") == "DEAD_LETTERED"
+    dlq_dead = F.col("final_state") == C.DEAD_LETTERED
     dlq_at = F.coalesce(F.col("dlq_ms"), F.col("last_next_expected_ms"))
     return life.where(
         dlq_dead
         & (F.coalesce(F.col("dlq_in_day"), F.lit(False)) | (F.col("dlq_ms").isNull() & (dlq_at >= d0) & (dlq_at < d1)))
     ).select(
-        *KEY,
-        "original_topic",
-        F.timestamp_millis(dlq_at).alias("dlq_at"),
-        F.coalesce(F.col("dlq_r"), F.col("last_attempt") + F.col("dlq_copy_offset"))
-        .cast("int")
-        .alias("reconsume_times"),
-        "keys",
-        "tags",
-        business_key(config).alias("business_key"),
-        "body",
-        compensation_handler(config).alias("compensation_handler"),
-        F.col("dlq_ms").isNull().alias("dlq_inferred"),
-        F.col("ev_dlq").alias("evidence"),
-        "attribution",
-        compensable().alias("compensable"),
-        review_reason().alias("review_reason"),
+        *C.select_columns(
+            "dead_letters",
+            {
+                "dlq_at": F.timestamp_millis(dlq_at),
+                "reconsume_times": F.coalesce(F.col("dlq_r"), F.col("last_attempt") + F.col("dlq_copy_offset")).cast(
+                    "int"
+                ),
+                "business_key": business_key(config),
+                "compensation_handler": compensation_handler(config),
+                "dlq_inferred": F.col("dlq_ms").isNull(),
+                "evidence": F.col("ev_dlq"),
+                "compensable": compensable(),
+                "review_reason": review_reason(),
+            },
+        )
     )

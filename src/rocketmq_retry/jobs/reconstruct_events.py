@@ -7,45 +7,15 @@ from __future__ import annotations
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
-from pyspark.sql import types as T
 from pyspark.sql.window import Window
 
+from rocketmq_retry import contract
 from rocketmq_retry.jobs.attribution import GrpcGroups, attribute
 from rocketmq_retry.jobs.ingest_parse import COUNTER_EVENTS, GROUP_EVENTS
 
-# DESIGN §4 events columns. The ingest job owns the table; this is the contract the reconstruction builds on
-# (it selects these names and nothing else, so extra columns in the real table are harmless).
-EVENTS_SCHEMA = T.StructType(
-    [
-        T.StructField("event_id", T.StringType()),
-        T.StructField("event_time", T.TimestampType()),
-        T.StructField("source", T.StringType()),
-        T.StructField("source_file", T.StringType()),
-        T.StructField("line_no", T.LongType()),
-        T.StructField("event_type", T.StringType()),
-        T.StructField("consumer_group", T.StringType()),
-        T.StructField("producer_group", T.StringType()),
-        T.StructField("msg_id", T.StringType()),
-        T.StructField("offset_msg_id", T.StringType()),
-        T.StructField("origin_msg_id", T.StringType()),
-        T.StructField("topic", T.StringType()),
-        T.StructField("original_topic", T.StringType()),
-        T.StructField("queue_id", T.IntegerType()),
-        T.StructField("reconsume_times", T.IntegerType()),
-        T.StructField("delay_level", T.IntegerType()),
-        T.StructField("keys", T.StringType()),
-        T.StructField("tags", T.StringType()),
-        T.StructField("body", T.StringType()),
-        T.StructField("status_code", T.StringType()),
-        T.StructField("cost_ms", T.LongType()),
-        T.StructField("broker", T.StringType()),
-        T.StructField("client_host", T.StringType()),
-        T.StructField("thread", T.StringType()),
-        T.StructField("detail", T.StringType()),
-        T.StructField("attribution", T.StringType()),
-        T.StructField("instance", T.StringType()),
-    ]
-)
+# DESIGN §4 events columns (the data contract). The ingest job owns the table; the reconstruction selects these
+# names and nothing else, so extra columns in the real table are harmless.
+EVENTS_SCHEMA = contract.struct_type("events")
 
 SCHEDULE_TOPIC = "SCHEDULE_TOPIC_XXXX"
 

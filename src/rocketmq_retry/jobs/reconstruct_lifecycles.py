@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
+from rocketmq_retry import contract as C
 from rocketmq_retry.config import Config
 from rocketmq_retry.jobs.reconstruct_facts import KEY
 
@@ -109,16 +110,16 @@ def silent_success(th: Thresholds) -> Column:
 
 def final_state(th: Thresholds) -> Column:
     return (
-        F.when(_dlq_seen(), "DEAD_LETTERED")
-        .when(F.col("last_outcome") == "OK", "CONSUMED")
-        .when(F.col("last_action") == "DROPPED", "DROPPED")
+        F.when(_dlq_seen(), C.DEAD_LETTERED)
+        .when(F.col("last_outcome") == "OK", C.CONSUMED)
+        .when(F.col("last_action") == "DROPPED", C.DROPPED)
         .when(
             (F.col("last_action") == "DEAD_LETTER"),
-            F.when(F.col("last_next_expected_ms") <= F.col("horizon_ms"), "DEAD_LETTERED").otherwise("IN_RETRY"),
+            F.when(F.col("last_next_expected_ms") <= F.col("horizon_ms"), C.DEAD_LETTERED).otherwise(C.IN_RETRY),
         )
-        .when(_retry_pending() & (_overdue(th) >= F.col("horizon_ms")), "IN_RETRY")
-        .when(silent_success(th), "CONSUMED")
-        .otherwise("UNKNOWN")
+        .when(_retry_pending() & (_overdue(th) >= F.col("horizon_ms")), C.IN_RETRY)
+        .when(silent_success(th), C.CONSUMED)
+        .otherwise(C.UNKNOWN)
     )
 
 
@@ -126,14 +127,14 @@ def expected_final_state() -> Column:
     """What the engine's answer for the last attempt makes the final state."""
     ea = F.col("last_engine_action")
     return (
-        F.when(F.col("last_outcome") == "OK", "CONSUMED")
+        F.when(F.col("last_outcome") == "OK", C.CONSUMED)
         .when(
             F.col("last_outcome") == "FAILED",
-            F.when(ea == "DEAD_LETTER", "DEAD_LETTERED")
-            .when(ea == "DROPPED", "DROPPED")
-            .when(ea.isNotNull(), "IN_RETRY"),
+            F.when(ea == "DEAD_LETTER", C.DEAD_LETTERED)
+            .when(ea == "DROPPED", C.DROPPED)
+            .when(ea.isNotNull(), C.IN_RETRY),
         )
-        .otherwise("UNKNOWN")
+        .otherwise(C.UNKNOWN)
     )
 
 
@@ -148,25 +149,25 @@ def anomalies(th: Thresholds) -> Column:
                     & F.col("dlq_threshold").isNotNull()
                     & (F.col("last_attempt") < F.col("dlq_threshold"))
                     & (F.col("last_engine_action") != "DEAD_LETTER"),
-                    F.lit("EARLY_DLQ"),
+                    F.lit(C.EARLY_DLQ),
                 ),
-                F.when(F.col("late_excess") > 0, F.lit("LATE_REDELIVERY")),
-                F.when(F.col("missing_delivery") == 1, F.lit("MISSING_HOP")),
+                F.when(F.col("late_excess") > 0, F.lit(C.LATE_REDELIVERY)),
+                F.when(F.col("missing_delivery") == 1, F.lit(C.MISSING_HOP)),
                 F.when(
                     _dlq_seen() & (F.col("last_delivery_ms") > F.col("dlq_ms") + th.clock_skew_ms),
-                    F.lit("DELIVERY_AFTER_DLQ"),
+                    F.lit(C.DELIVERY_AFTER_DLQ),
                 ),
-                F.when(is_bcast & (F.coalesce(F.col("last_attempt"), F.lit(0)) > 0), F.lit("RETRY_IN_BROADCAST")),
-                F.when(is_bcast & F.col("max_copy").isNotNull(), F.lit("RETRY_IN_BROADCAST")),
-                F.when(~is_bcast & (F.col("max_n_delivered") > 1), F.lit("DUPLICATE_CONSUME")),
+                F.when(is_bcast & (F.coalesce(F.col("last_attempt"), F.lit(0)) > 0), F.lit(C.RETRY_IN_BROADCAST)),
+                F.when(is_bcast & F.col("max_copy").isNotNull(), F.lit(C.RETRY_IN_BROADCAST)),
+                F.when(~is_bcast & (F.col("max_n_delivered") > 1), F.lit(C.DUPLICATE_CONSUME)),
                 F.when(
                     (F.col("mode") == "ORDERLY")
                     & ((F.coalesce("dlq_ms", "last_ms") - F.col("first_consume_ms")) > th.orderly_block_ms),
-                    F.lit("ORDERLY_QUEUE_BLOCKED"),
+                    F.lit(C.ORDERLY_QUEUE_BLOCKED),
                 ),
                 F.when(
-                    (F.col("final_state") == "UNKNOWN") & _retry_pending() & F.col("has_delivery_records"),
-                    F.lit("SILENT_LOSS"),
+                    (F.col("final_state") == C.UNKNOWN) & _retry_pending() & F.col("has_delivery_records"),
+                    F.lit(C.SILENT_LOSS),
                 ),
             ),
             lambda c: c.isNotNull(),
@@ -177,9 +178,9 @@ def anomalies(th: Thresholds) -> Column:
 
 def evidence_class() -> Column:
     return (
-        F.when(F.col("final_state") == "UNKNOWN", "UNDETERMINABLE")
-        .when(F.coalesce(F.col("any_inferred"), F.lit(1)) == 1, "PARTIAL")
-        .otherwise("FULL")
+        F.when(F.col("final_state") == C.UNKNOWN, C.UNDETERMINABLE)
+        .when(F.coalesce(F.col("any_inferred"), F.lit(1)) == 1, C.PARTIAL)
+        .otherwise(C.FULL)
     )
 
 
@@ -207,23 +208,12 @@ def business_key(config: Config) -> Column:
 
 
 def lifecycles_table(life: DataFrame, config: Config) -> DataFrame:
-    """The written ``lifecycles`` columns (DESIGN §4)."""
-    return life.select(
-        *KEY,
-        "original_topic",
-        "keys",
-        "tags",
-        business_key(config).alias("business_key"),
-        F.timestamp_millis("first_ms").alias("first_seen"),
-        F.timestamp_millis("last_ms").alias("last_seen"),
-        F.col("deliveries").cast("int").alias("deliveries"),
-        "final_state",
-        "expected_final_state",
-        F.col("max_reconsume_times").cast("int").alias("max_reconsume_times"),
-        "anomalies",
-        "evidence_class",
-        "evidence_sources",
-        "linked_by",
-        "attribution",
-        "instances",
-    )
+    """The written ``lifecycles`` columns (the data contract): the derived ones here, the rest by name."""
+    derived = {
+        "business_key": business_key(config),
+        "first_seen": F.timestamp_millis("first_ms"),
+        "last_seen": F.timestamp_millis("last_ms"),
+        "deliveries": F.col("deliveries").cast("int"),
+        "max_reconsume_times": F.col("max_reconsume_times").cast("int"),
+    }
+    return life.select(*C.select_columns("lifecycles", derived))

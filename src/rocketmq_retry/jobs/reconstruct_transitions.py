@@ -7,25 +7,11 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
+from rocketmq_retry import contract
 from rocketmq_retry.jobs.reconstruct_events import SCHEDULE_TOPIC
 from rocketmq_retry.jobs.reconstruct_facts import KEY
 
-TRANSITION_COLUMNS = (
-    "consumer_group",
-    "msg_id",
-    "hop",
-    "from_state",
-    "to_state",
-    "observed_at",
-    "expected_at",
-    "drift_ms",
-    "delay_level",
-    "reconsume_times",
-    "physical_topic",
-    "queue_id",
-    "inferred",
-    "evidence",
-)
+TRANSITION_COLUMNS = contract.columns("transitions")
 
 
 def _hop(

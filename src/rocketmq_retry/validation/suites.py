@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from rocketmq_retry.jobs.attribution import ATTRIBUTIONS, UNATTRIBUTED_COLUMNS
+from rocketmq_retry import contract
 from rocketmq_retry.validation.settings import ValidationSettings
 
 if TYPE_CHECKING:
@@ -24,49 +24,15 @@ if TYPE_CHECKING:
 SUITE_PREFIX = "rocketmq_retry_"
 TABLES = ("events", "transitions", "lifecycles", "dead_letters", "unattributed")
 
-EVENT_COLUMNS = (
-    "event_id", "event_time", "source", "source_file", "line_no", "event_type", "consumer_group",
-    "producer_group", "msg_id", "offset_msg_id", "origin_msg_id", "topic", "original_topic", "queue_id",
-    "reconsume_times", "delay_level", "keys", "tags", "body", "status_code", "cost_ms", "broker",
-    "client_host", "thread", "detail", "attribution", "instance",
-)  # fmt: skip
-TRANSITION_COLUMNS = (
-    "consumer_group", "msg_id", "hop", "from_state", "to_state", "observed_at", "expected_at", "drift_ms",
-    "delay_level", "reconsume_times", "physical_topic", "queue_id", "inferred", "evidence",
-)  # fmt: skip
-LIFECYCLE_COLUMNS = (
-    "consumer_group", "msg_id", "original_topic", "keys", "tags", "business_key", "first_seen", "last_seen",
-    "deliveries", "final_state", "expected_final_state", "max_reconsume_times", "anomalies", "attribution",
-    "instances",
-)  # fmt: skip
-DEAD_LETTER_COLUMNS = (
-    "consumer_group", "msg_id", "original_topic", "dlq_at", "reconsume_times", "keys", "tags", "business_key",
-    "body", "compensation_handler", "dlq_inferred", "evidence", "attribution", "compensable", "review_reason",
-)  # fmt: skip
-COLUMNS = {
-    "events": EVENT_COLUMNS,
-    "transitions": TRANSITION_COLUMNS,
-    "lifecycles": LIFECYCLE_COLUMNS,
-    "dead_letters": DEAD_LETTER_COLUMNS,
-    "unattributed": UNATTRIBUTED_COLUMNS,
-}
-
-
-EVENT_TYPES = (
-    "PUBLISHED", "PUBLISH_RETRY", "PUBLISH_FAILED", "DELIVERED", "CONSUME_OK", "CONSUME_FAILED", "CONSUME_TIMEOUT",
-    "SEND_BACK", "SEND_BACK_FAILED", "LOCAL_RETRY", "ORDERLY_SUSPENDED", "BROADCAST_DROPPED", "POP_NACK",
-    "POP_DROPPED", "DEAD_LETTERED", "SEND_BACK_COUNT", "DLQ_COUNT", "DIRECT_CONSUME",
-    # Added by the ingest job for what the formats show (docs/DESIGN.md lets it extend the list):
-    "RETRY_ENQUEUED", "TOPIC_CREATED", "SCHEDULE_ERROR", "DLQ_PUT_COUNT", "CONSUME_FAILED_COUNT",
-)  # fmt: skip
-FINAL_STATES = ("CONSUMED", "DEAD_LETTERED", "IN_RETRY", "DROPPED", "UNKNOWN")
-ANOMALY_CODES = (
-    "EARLY_DLQ", "LATE_REDELIVERY", "MISSING_HOP", "DELIVERY_AFTER_DLQ", "RETRY_IN_BROADCAST",
-    "DUPLICATE_CONSUME", "ORDERLY_QUEUE_BLOCKED", "SILENT_LOSS",
-)  # fmt: skip
+# Column sets, event types, final states and anomaly codes come from the data contract, so the suites check what
+# the writers write (tests/test_contract.py holds the writers to the same contract).
+COLUMNS = {table: contract.columns(table) for table in TABLES}
+EVENT_TYPES = contract.EVENT_TYPES
+FINAL_STATES = contract.FINAL_STATES
+ANOMALY_CODES = contract.ANOMALY_CODES
 
 # The hop that puts a message in %DLQ%<group>. substr, not LIKE: '%' is LIKE's own wildcard.
-_IS_DLQ = "(to_state = 'DEAD_LETTERED' OR substr(coalesce(physical_topic, ''), 1, 5) = '%DLQ%')"
+_IS_DLQ = f"(to_state = '{contract.DEAD_LETTERED}' OR substr(coalesce(physical_topic, ''), 1, 5) = '%DLQ%')"
 SUITE_META = {"contract": "docs/DESIGN.md section 4", "built_by": "rocketmq_retry.validation.suites"}
 
 
@@ -240,7 +206,7 @@ def _checks(table: str, config: Config, settings: ValidationSettings) -> list[Ch
                     unexpected_rows_query=(
                         "SELECT consumer_group, msg_id, attribution FROM {batch} WHERE size(coalesce(attribution, "
                         "array())) = 0 OR size(filter(attribution, a -> NOT a IN ("
-                        + ", ".join(_sql_str(a) for a in ATTRIBUTIONS)
+                        + ", ".join(_sql_str(a) for a in contract.ATTRIBUTIONS)
                         + "))) > 0"
                     ),
                 ),

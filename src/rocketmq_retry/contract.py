@@ -1,0 +1,345 @@
+"""The data contract (DESIGN §4), spelled once: every table's columns and types, the values its enumerated
+columns may hold, and where a table's partition lives.
+
+Writers select their output through ``columns(table)`` and readers conform to ``struct_type(table)``, the
+expectation suites check ``columns(table)`` and the enumerations below; a column renamed here fails every writer
+that still builds the old name, and a writer that drifts fails ``tests/test_contract.py``. Pure Python:
+``struct_type`` imports pyspark only when it is called, so the compensation and Airflow code that reads the
+tables without Spark can import this module.
+"""
+
+from __future__ import annotations
+
+import os
+import pathlib
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+from rocketmq_retry.dates import DateError, dates_between, optional_date, partition_date
+
+if TYPE_CHECKING:
+    from pyspark.sql import Column
+    from pyspark.sql.types import DataType, StructType
+
+__all__ = [
+    "ANOMALY_CODES",
+    "ATTRIBUTIONS",
+    "CONSUMED",
+    "DEAD_LETTERED",
+    "DROPPED",
+    "EVENT_TYPES",
+    "EVIDENCE_CLASSES",
+    "FINAL_STATES",
+    "IN_RETRY",
+    "KEY",
+    "SCHEMAS",
+    "UNATTRIBUTED_REASONS",
+    "UNKNOWN",
+    "DateError",
+    "columns",
+    "dates_between",
+    "ddl",
+    "final_state_of",
+    "optional_date",
+    "partition_date",
+    "partition_dir",
+    "select_columns",
+    "struct_type",
+]
+
+# --------------------------------------------------------------------------------------------------------------
+# schemas: (column, Spark DDL type) in the order the writers write them
+
+_EVENTS = (
+    ("event_id", "string"),  # sha2 of source_file, line_no and the record's index in the line (32 hex)
+    ("event_time", "timestamp"),  # UTC
+    ("source", "string"),
+    ("source_file", "string"),
+    ("line_no", "bigint"),
+    ("event_type", "string"),  # EVENT_TYPES
+    ("consumer_group", "string"),
+    ("producer_group", "string"),
+    ("msg_id", "string"),  # UNIQ_KEY
+    ("offset_msg_id", "string"),
+    ("origin_msg_id", "string"),
+    ("topic", "string"),
+    ("original_topic", "string"),
+    ("queue_id", "int"),
+    ("reconsume_times", "int"),
+    ("delay_level", "int"),
+    ("keys", "string"),
+    ("tags", "string"),
+    ("body", "string"),
+    ("status_code", "string"),
+    ("cost_ms", "bigint"),
+    ("broker", "string"),
+    ("client_host", "string"),
+    ("thread", "string"),
+    ("detail", "string"),
+    ("attribution", "string"),  # "config" when the group came from the source's consumer_group, else null
+    ("instance", "string"),
+)
+_TRANSITIONS = (
+    ("consumer_group", "string"),
+    ("msg_id", "string"),
+    ("hop", "int"),
+    ("from_state", "string"),
+    ("to_state", "string"),
+    ("observed_at", "timestamp"),
+    ("expected_at", "timestamp"),
+    ("drift_ms", "bigint"),
+    ("delay_level", "int"),
+    ("reconsume_times", "int"),
+    ("physical_topic", "string"),
+    ("queue_id", "int"),
+    ("inferred", "boolean"),
+    ("evidence", "array<string>"),
+)
+_LIFECYCLES = (
+    ("consumer_group", "string"),
+    ("msg_id", "string"),
+    ("original_topic", "string"),
+    ("keys", "string"),
+    ("tags", "string"),
+    ("business_key", "string"),
+    ("first_seen", "timestamp"),
+    ("last_seen", "timestamp"),
+    ("deliveries", "int"),
+    ("final_state", "string"),  # FINAL_STATES
+    ("expected_final_state", "string"),  # FINAL_STATES
+    ("max_reconsume_times", "int"),
+    ("anomalies", "array<string>"),  # ANOMALY_CODES
+    ("evidence_class", "string"),  # EVIDENCE_CLASSES
+    ("evidence_sources", "array<string>"),
+    ("linked_by", "array<string>"),
+    ("attribution", "array<string>"),  # ATTRIBUTIONS
+    ("instances", "array<string>"),
+)
+_DEAD_LETTERS = (
+    ("consumer_group", "string"),
+    ("msg_id", "string"),
+    ("original_topic", "string"),
+    ("dlq_at", "timestamp"),
+    ("reconsume_times", "int"),
+    ("keys", "string"),
+    ("tags", "string"),
+    ("business_key", "string"),
+    ("body", "string"),
+    ("compensation_handler", "string"),
+    ("dlq_inferred", "boolean"),
+    ("evidence", "array<string>"),
+    ("attribution", "array<string>"),  # ATTRIBUTIONS
+    ("compensable", "boolean"),
+    ("review_reason", "string"),
+)
+_UNATTRIBUTED = (
+    ("source", "string"),
+    ("source_file", "string"),
+    ("instance", "string"),
+    ("event_type", "string"),
+    ("topic", "string"),
+    ("reason", "string"),  # UNATTRIBUTED_REASONS
+    ("candidates", "array<string>"),
+    ("fix", "string"),
+    ("lines", "bigint"),
+    ("example_line_no", "bigint"),
+)
+_RECONCILIATION = (
+    ("consumer_group", "string"),
+    ("minute", "timestamp"),
+    ("reconstructed_send_backs", "bigint"),
+    ("broker_send_backs", "bigint"),
+    ("send_back_diff", "bigint"),
+    ("reconstructed_dlq", "bigint"),
+    ("broker_dlq", "bigint"),
+    ("dlq_diff", "bigint"),
+    ("reconstructed_failures", "bigint"),
+    ("client_failures", "bigint"),
+    ("failure_diff", "bigint"),
+    ("cause", "string"),
+)
+_BINDINGS = (
+    ("instance", "string"),
+    ("source", "string"),
+    ("source_file", "string"),
+    ("kind", "string"),
+    ("consumer_group", "string"),
+    ("topic", "string"),
+    ("lines", "bigint"),
+)
+_INGEST_REPORT = (
+    ("source_file", "string"),
+    ("source", "string"),
+    ("lines_read", "bigint"),
+    ("events", "bigint"),
+    ("ignored", "bigint"),
+    ("continuation", "bigint"),
+    ("quarantined", "bigint"),
+    ("other_date", "bigint"),
+    ("event_rows", "bigint"),
+    ("unattributed_events", "bigint"),
+    ("bad_records", "bigint"),
+    ("other_date_records", "bigint"),
+    ("ignored_by_kind", "map<string,bigint>"),
+    ("quarantined_by_reason", "map<string,bigint>"),
+    # "read", or "quarantined" (a damaged .gz, not read) / "refused" (its real path leaves the landing root)
+    ("file_status", "string"),
+    ("file_reason", "string"),
+)
+_QUARANTINE = (
+    ("source", "string"),
+    ("source_file", "string"),
+    ("line_no", "bigint"),
+    ("raw", "string"),
+    ("reason", "string"),
+    ("byte_offset", "bigint"),
+)
+
+# the key of a lifecycle and of its dead letter: one row per key in lifecycles/ and dead_letters/
+KEY = ("consumer_group", "msg_id")
+
+SCHEMAS: dict[str, tuple[tuple[str, str], ...]] = {
+    "events": _EVENTS,
+    "quarantine": _QUARANTINE,
+    "ingest_report": _INGEST_REPORT,
+    "bindings": _BINDINGS,
+    "transitions": _TRANSITIONS,
+    "lifecycles": _LIFECYCLES,
+    "dead_letters": _DEAD_LETTERS,
+    "reconciliation": _RECONCILIATION,
+    "unattributed": _UNATTRIBUTED,
+}
+
+
+def _schema(table: str) -> tuple[tuple[str, str], ...]:
+    try:
+        return SCHEMAS[table]
+    except KeyError:
+        raise KeyError(f"no table {table!r} in the data contract (tables: {', '.join(SCHEMAS)})") from None
+
+
+def columns(table: str) -> tuple[str, ...]:
+    """The table's column names in written order."""
+    return tuple(name for name, _ in _schema(table))
+
+
+def ddl(table: str) -> str:
+    """``name type, ...``: what ``spark.createDataFrame(rows, ddl(table))`` and ``StructType.fromDDL`` take."""
+    return ", ".join(f"{name} {dtype}" for name, dtype in _schema(table))
+
+
+def _spark_type(dtype: str) -> DataType:
+    # Built here rather than by StructType.fromDDL, which needs a running Spark session: the types the contract
+    # uses are few, and an unknown one is an error in this module, not a surprise in a job.
+    from pyspark.sql import types as T
+
+    atoms: dict[str, DataType] = {
+        "string": T.StringType(),
+        "timestamp": T.TimestampType(),
+        "bigint": T.LongType(),
+        "int": T.IntegerType(),
+        "boolean": T.BooleanType(),
+    }
+    if dtype in atoms:
+        return atoms[dtype]
+    if dtype.startswith("array<") and dtype.endswith(">"):
+        return T.ArrayType(_spark_type(dtype[6:-1]))
+    if dtype.startswith("map<") and dtype.endswith(">"):
+        key, value = dtype[4:-1].split(",", 1)
+        return T.MapType(_spark_type(key), _spark_type(value))
+    raise ValueError(f"data contract: no Spark type for {dtype!r}")
+
+
+def struct_type(table: str) -> StructType:
+    """The table's Spark schema, every field nullable (pyspark is imported here, not by the module)."""
+    from pyspark.sql.types import StructField, StructType
+
+    return StructType([StructField(name, _spark_type(dtype)) for name, dtype in _schema(table)])
+
+
+def select_columns(table: str, derived: Mapping[str, Column] | None = None) -> list[Column]:
+    """The ``select`` list of a writer: the table's columns in contract order, each ``derived[name]`` or the input
+    column of that name. A derived name the table does not have is an error (a rename not carried through)."""
+    from pyspark.sql import functions as F
+
+    derived = dict(derived or {})
+    names = columns(table)
+    stray = sorted(set(derived) - set(names))
+    if stray:
+        raise KeyError(f"data contract: {table} has no column {', '.join(stray)}")
+    return [(derived[n] if n in derived else F.col(n)).alias(n) for n in names]
+
+
+def partition_dir(warehouse: str | os.PathLike[str], table: str, ds: object) -> pathlib.Path:
+    """``<warehouse>/<table>/dt=<ds>`` with ``ds`` checked by the one date parser (a ``DateError`` otherwise).
+
+    The path only: a reader of a committed table goes through ``jobs.partitions.committed``, which also waits for
+    or recovers an interrupted commit."""
+    return pathlib.Path(warehouse) / table / f"dt={partition_date(ds, what=f'{table} partition date')}"
+
+
+# --------------------------------------------------------------------------------------------------------------
+# enumerations
+
+# events.event_type: the DESIGN §4 list, then what the ingest job added for what the formats show
+EVENT_TYPES = (
+    "PUBLISHED", "PUBLISH_RETRY", "PUBLISH_FAILED", "DELIVERED", "CONSUME_OK", "CONSUME_FAILED", "CONSUME_TIMEOUT",
+    "SEND_BACK", "SEND_BACK_FAILED", "LOCAL_RETRY", "ORDERLY_SUSPENDED", "BROADCAST_DROPPED", "POP_NACK",
+    "POP_DROPPED", "DEAD_LETTERED", "SEND_BACK_COUNT", "DLQ_COUNT", "DIRECT_CONSUME",
+    "RETRY_ENQUEUED", "TOPIC_CREATED", "SCHEDULE_ERROR", "DLQ_PUT_COUNT", "CONSUME_FAILED_COUNT",
+)  # fmt: skip
+
+# lifecycles.final_state / expected_final_state. The tables say IN_RETRY where the engine says RETRYING_FOREVER,
+# and UNKNOWN when the evidence cannot tell (the engine always knows): ``final_state_of`` maps the two.
+CONSUMED = "CONSUMED"
+DEAD_LETTERED = "DEAD_LETTERED"
+IN_RETRY = "IN_RETRY"
+DROPPED = "DROPPED"
+UNKNOWN = "UNKNOWN"
+FINAL_STATES = (CONSUMED, DEAD_LETTERED, IN_RETRY, DROPPED, UNKNOWN)
+_FROM_ENGINE = {
+    "CONSUMED": CONSUMED,
+    "DEAD_LETTERED": DEAD_LETTERED,
+    "DROPPED": DROPPED,
+    "RETRYING_FOREVER": IN_RETRY,
+}
+
+
+def final_state_of(engine_final: object) -> str:
+    """The table value of an ``engine.FinalState`` (or its name); a state the map does not know is an error,
+    so a new engine state cannot reach a table unnoticed."""
+    name = str(getattr(engine_final, "value", engine_final))
+    try:
+        return _FROM_ENGINE[name]
+    except KeyError:
+        raise ValueError(f"engine final state {name!r} has no table value in the data contract") from None
+
+
+# lifecycles.anomalies (docs/reconstruction.md, "Anomalies")
+EARLY_DLQ = "EARLY_DLQ"
+LATE_REDELIVERY = "LATE_REDELIVERY"
+MISSING_HOP = "MISSING_HOP"
+DELIVERY_AFTER_DLQ = "DELIVERY_AFTER_DLQ"
+RETRY_IN_BROADCAST = "RETRY_IN_BROADCAST"
+DUPLICATE_CONSUME = "DUPLICATE_CONSUME"
+ORDERLY_QUEUE_BLOCKED = "ORDERLY_QUEUE_BLOCKED"
+SILENT_LOSS = "SILENT_LOSS"
+ANOMALY_CODES = (
+    EARLY_DLQ, LATE_REDELIVERY, MISSING_HOP, DELIVERY_AFTER_DLQ, RETRY_IN_BROADCAST, DUPLICATE_CONSUME,
+    ORDERLY_QUEUE_BLOCKED, SILENT_LOSS,
+)  # fmt: skip
+# lifecycles.evidence_class: every hop seen, some inferred, final state unknown
+FULL = "FULL"
+PARTIAL = "PARTIAL"
+UNDETERMINABLE = "UNDETERMINABLE"
+EVIDENCE_CLASSES = (FULL, PARTIAL, UNDETERMINABLE)
+# lifecycles.attribution / dead_letters.attribution: how a row's group was established; "subscription" marks the
+# silent consumptions the reconstruction infers from a group's other lifecycles on the topic
+ATTRIBUTIONS = ("line", "config", "container", "thread", "client-log", "single-group", "subscription")
+# unattributed.reason, with the words the run summary prints
+UNATTRIBUTED_REASONS = {
+    "no-evidence": "no group evidence for this instance and topic",
+    "ambiguous": "several groups consume this topic in this instance",
+    "conflict": "the instance's evidence disagrees",
+    "grpc-groups": "the config declares several gRPC groups and none lists this topic",
+}
