@@ -101,12 +101,7 @@ def _open(ns: argparse.Namespace, *, read_only: bool = False) -> Ledger:
                 f"no compensation ledger at {database}: nothing has been compensated with this config and warehouse "
                 f"(check --warehouse / --config / --ledger-url; '{PROG} migrate' creates an empty one)"
             )
-    try:
-        return Ledger.open(url, lease_seconds=comp.lease_seconds, max_attempts=comp.max_attempts, migrate=not read_only)
-    except UserError as exc:
-        if read_only and "is not at revision" in str(exc):
-            raise UserError(f"{exc}: run '{PROG} migrate' first (read-only commands never change the ledger)") from None
-        raise
+    return Ledger.open(url, lease_seconds=comp.lease_seconds, max_attempts=comp.max_attempts, migrate=not read_only)
 
 
 def _range(ns: argparse.Namespace) -> tuple[str | None, str | None]:

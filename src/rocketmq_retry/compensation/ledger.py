@@ -300,7 +300,10 @@ class Ledger:
             if migrate:
                 upgrade(engine)
             elif current_revision(engine) != head_revision():
-                raise UserError(f"compensation ledger at {engine.url!r} is not at revision {head_revision()}")
+                raise UserError(
+                    f"compensation ledger at {engine.url!r} is not at revision {head_revision()}: run "
+                    "'rocketmq-retry compensation migrate' first (opening it without migrating never changes it)"
+                )
         except Exception as exc:
             engine.dispose()
             if isinstance(exc, UserError):

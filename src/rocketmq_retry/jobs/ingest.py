@@ -58,7 +58,7 @@ class Checked:
 def long_line_reason(max_line_bytes: int) -> str:
     """The quarantine reason of a line at or over the read cap (the screen's own 1 MB check says the same)."""
     if max_line_bytes == P.MAX_LINE_CHARS:
-        return "line of 1 MB or more"
+        return P.LONG_LINE_REASON
     return f"line of {max_line_bytes} bytes or more"
 
 
@@ -98,9 +98,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 
 def run_ingest(
-    spark: SparkSession, config: Config, ds: str, landing: str, warehouse: str, log: TextIO = sys.stderr
+    spark: SparkSession, config: Config, ds: str, landing: str, warehouse: str, log: TextIO | None = None
 ) -> IngestResult:
-    """Read the date's sources, write the three partitions atomically, return the per-file accounting."""
+    """Read the date's sources, write the three partitions atomically, return the per-file accounting.
+    ``log`` defaults to the stderr of the moment of the call, not of the first import (a captured, since closed
+    stream under pytest, or a redirected one in a worker)."""
+    log = log if log is not None else sys.stderr
     started = time.monotonic()
     files, notes, refused = resolve_inputs(config, landing, ds)
     for note in notes:

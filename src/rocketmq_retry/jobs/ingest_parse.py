@@ -516,7 +516,7 @@ def _finish_record_lines(df: DataFrame, ds: str, day_zone: str) -> DataFrame:
 
 def _hostile(line: Column) -> Column:
     return (
-        F.when(F.length(line) >= P.MAX_LINE_CHARS, "line of 1 MB or more")
+        F.when(F.length(line) >= P.MAX_LINE_CHARS, P.LONG_LINE_REASON)
         .when(line.contains("\u0000"), "NUL byte in line")
         .when(~F.is_valid_utf8(line), "invalid UTF-8")
     )

@@ -181,6 +181,7 @@ TRACE_FIELD_SEP = CONTENT_SPLITOR  # U+0001 separates fields
 CONTEXT_CODES = ("SUCCESS", "TIME_OUT", "EXCEPTION", "RETURNNULL", "FAILED")
 
 MAX_LINE_CHARS = 1_048_576  # a line of 1 MB or more is quarantined, not parsed
+LONG_LINE_REASON = "line of 1 MB or more"  # its quarantine reason, wherever the line is caught
 RAW_CAP = 4096  # quarantine.raw and events.body are capped at this many characters
 
 # Lines are screened by their message's first PREFIX_PROBE characters before the statement table is consulted,

@@ -117,7 +117,7 @@ def screen_log_lines(lines: DataFrame, ds: str, zones: tuple[str, ...] = ()) -> 
         "tz",
         "line",
         f"""CASE WHEN octet_length(line) >= {P.MAX_LINE_CHARS} AND length(line) >= {P.MAX_LINE_CHARS}
-                   THEN 'line of 1 MB or more'
+                   THEN '{P.LONG_LINE_REASON}'
                  WHEN contains(line, char(0)) THEN 'NUL byte in line'
                  WHEN NOT is_valid_utf8(line) THEN 'invalid UTF-8' END AS hostile""",
     )
