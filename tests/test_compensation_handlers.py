@@ -14,8 +14,8 @@ from sqlalchemy import create_engine, text
 from rocketmq_retry.compensation.handlers import HttpHandler, PythonHandler, SqlHandler, build_handler, log_only
 from rocketmq_retry.compensation.model import DeadLetter, PermanentFailure, RetryableFailure
 from rocketmq_retry.compensation.ratelimit import RateLimiter
-from rocketmq_retry.compensation.routing import extract_business_key, handler_for, parse_json_path, route_for
-from rocketmq_retry.config import BusinessKeyConfig, CompensationConfig, HandlerConfig, RouteConfig
+from rocketmq_retry.compensation.routing import handler_for, route_for
+from rocketmq_retry.config import CompensationConfig, HandlerConfig, RouteConfig
 from rocketmq_retry.errors import ConfigError
 from test_compensation_support import EffectServer, pg_schema_url
 
@@ -221,24 +221,6 @@ def test_rate_limiter_in_real_time() -> None:
     assert 0.45 <= time.monotonic() - start < 1.5
 
 
-def test_business_key_from_keys_or_body() -> None:
-    keys = BusinessKeyConfig()
-    assert extract_business_key(keys, "ORD-1 trace-9", None) == "ORD-1"
-    assert extract_business_key(keys, "  ORD-2", None) == "ORD-2"
-    assert extract_business_key(keys, None, '{"orderId": 1}') is None
-    body = BusinessKeyConfig.model_validate({"from": "body", "json_path": "$.order.items[1]['sku id']"})
-    doc = {"order": {"items": [{"sku id": "A"}, {"sku id": "B"}]}}
-    assert extract_business_key(body, "K", json.dumps(doc)) == "B"
-    assert extract_business_key(body, "K", json.dumps(doc).encode()) == "B"
-    assert extract_business_key(body, "K", "not json") is None
-    assert extract_business_key(body, "K", '{"order": {"items": []}}') is None
-    num = BusinessKeyConfig.model_validate({"from": "body", "json_path": "$.orderId"})
-    assert extract_business_key(num, None, '{"orderId": 12345}') == "12345"
-    assert parse_json_path("$.a[0].b") == ["a", 0, "b"]
-    with pytest.raises(ValueError):
-        parse_json_path("a.b")
-
-
 def test_routes_first_match_wins() -> None:
     cfg = CompensationConfig(
         routes=[
@@ -253,14 +235,8 @@ def test_routes_first_match_wins() -> None:
     assert route_for(cfg, "payments", "any") == "refund"
     assert route_for(cfg, "order-events", "order-consumer") == "tickets"
     assert route_for(cfg, "order-events", "other") is None
-    assert handler_for(cfg, "orders", "g", None) == (None, "no compensation route matches topic 'orders', group 'g'")
-    assert handler_for(cfg, "orders", "g", "refund")[0] == "refund"  # no route: the row's own handler
-    assert handler_for(cfg, "payments", "g", "tickets")[0] == "refund"  # a route beats the row's handler
-    assert handler_for(cfg, "orders", "g", "ghost") == (
-        None,
-        "no compensation route matches topic 'orders', group 'g' "
-        "(and its compensation_handler 'ghost' is not defined in compensation.handlers)",
-    )
+    assert handler_for(cfg, "orders", "g") == (None, "no compensation route matches topic 'orders', group 'g'")
+    assert handler_for(cfg, "payments", "g") == ("refund", "route")
 
 
 # --- 429 / 408 and Retry-After -------------------------------------------------------------------------

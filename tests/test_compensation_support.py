@@ -168,7 +168,8 @@ def dead_letter_rows(
                 "reconsume_times": 16,
                 "keys": f"ORD-{100000 + i} trace-{i}",
                 "tags": "TagA",
-                "business_key": None,
+                # as reconstruction writes it under business_key {from: body, json_path: "$.orderId"}
+                "business_key": f"O{100000 + i}",
                 "body": json.dumps({"orderId": f"O{100000 + i}", "amount": i}),
                 "compensation_handler": None,
                 "attribution": ["line"],

@@ -2,9 +2,10 @@
 handler effect happen at most once per (consumer_group, msg_id), however runs are retried, backfilled or raced.
 
 Modules: ``model`` (dead letters, states, outcomes), ``schema`` + ``migrations`` (the ledger table and its
-Alembic history), ``ledger`` (registration, atomic claims with leases, outcomes), ``routing`` (handler routes
-and business keys), ``handlers`` (python, http, sql), ``ratelimit``, ``deadletters`` (reading
-``dead_letters/dt=D``), ``tasks`` (what the Airflow DAGs map), ``run`` and ``cli`` (the command line).
+Alembic history), ``ledger`` (registration, atomic claims with leases, outcomes), ``routing`` (the one rule
+that routes a dead letter to its handler, also evaluated by the reconstruction job), ``handlers`` (python, http, sql),
+``ratelimit``, ``redact``, ``deadletters`` (reading ``dead_letters/dt=D``), ``batches`` (plan, compensate one batch,
+summarize: what the Airflow DAGs map and the CLI loops over), ``run`` and ``cli`` (the command line).
 """
 
 from __future__ import annotations

@@ -9,7 +9,6 @@ may run in parallel, be retried, or race a backfill of the same date: the ledger
 
 from __future__ import annotations
 
-import dataclasses
 import datetime as dt
 import logging
 import math
@@ -28,7 +27,7 @@ from rocketmq_retry.compensation.ledger import Claim, Ledger, LedgerRow, Registr
 from rocketmq_retry.compensation.model import DeadLetter, PermanentFailure, State
 from rocketmq_retry.compensation.ratelimit import RateLimiter
 from rocketmq_retry.compensation.redact import redact
-from rocketmq_retry.compensation.routing import extract_business_key, handler_for
+from rocketmq_retry.compensation.routing import handler_for
 from rocketmq_retry.config import Config, load_config
 from rocketmq_retry.errors import UserError
 
@@ -90,13 +89,12 @@ def shard_of(consumer_group: str, msg_id: str, shards: int) -> int:
 
 
 def prepare(cfg: Config, letters: Iterable[DeadLetter]) -> list[tuple[DeadLetter, Registration]]:
-    """Each dead letter with its business key and handler resolved, and how it enters the ledger."""
+    """Each dead letter with its handler resolved by the routes in force, and how it enters the ledger (its
+    business key is the ``dead_letters`` column: reconstruction decides it)."""
     comp = cfg.compensation
     out = []
     for letter in letters:
-        key = extract_business_key(comp.business_key, letter.keys, letter.body) or letter.business_key
-        letter = dataclasses.replace(letter, business_key=key)
-        handler, why = handler_for(comp, letter.original_topic, letter.consumer_group, letter.compensation_handler)
+        handler, why = handler_for(comp, letter.original_topic, letter.consumer_group)
         out.append(
             (
                 letter,
@@ -106,7 +104,7 @@ def prepare(cfg: Config, letters: Iterable[DeadLetter]) -> list[tuple[DeadLetter
                     dlq_date=letter.dlq_date,
                     original_topic=letter.original_topic,
                     handler=handler,
-                    business_key=key,
+                    business_key=letter.business_key,
                     skip_reason=None if handler else why,
                 ),
             )

@@ -97,7 +97,6 @@ def _letters(warehouse: str | os.PathLike[str], date: str) -> list[tuple[DeadLet
             tags=_text(row.get("tags")),
             business_key=_text(row.get("business_key")),
             body=_text(row.get("body")),
-            compensation_handler=_text(row.get("compensation_handler")),
         )
         reason = None if row.get("compensable") else (_text(row.get("review_reason")) or "not established")
         # The contract promises one row per key; should a writer break it, keep the earliest DLQ arrival.

@@ -56,7 +56,6 @@ class DeadLetter:
     tags: str | None = None
     business_key: str | None = None
     body: str | None = None
-    compensation_handler: str | None = None
 
     @property
     def idempotency_key(self) -> str:

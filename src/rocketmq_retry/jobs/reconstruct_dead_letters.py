@@ -7,6 +7,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from rocketmq_retry import contract as C
+from rocketmq_retry.compensation.routing import java_regex
 from rocketmq_retry.config import Config
 from rocketmq_retry.jobs.reconstruct_lifecycles import business_key
 
@@ -34,13 +35,13 @@ def review_reason() -> Column:
 
 
 def compensation_handler(config: Config) -> Column:
+    """The handler of the first matching route, by the one routing rule (``compensation/routing.py``: the same
+    regular expression text the batch service matches); null when none matches. A null topic is matched as ``""``,
+    as the batch service does."""
+    topic = F.coalesce(F.col("original_topic"), F.lit(""))
     expr: Column = F.lit(None).cast("string")
     for route in reversed(config.compensation.routes):  # first match wins
-        cond = F.lit(True)
-        if route.topic != "*":
-            cond = cond & (F.col("original_topic") == route.topic)
-        if route.group != "*":
-            cond = cond & (F.col("consumer_group") == route.group)
+        cond = topic.rlike(java_regex(route.topic)) & F.col("consumer_group").rlike(java_regex(route.group))
         expr = F.when(cond, F.lit(route.handler)).otherwise(expr)
     return expr
 

@@ -200,11 +200,14 @@ def lifecycles_from(lc: DataFrame, plan: DataFrame, trans: DataFrame, th: Thresh
 
 
 def business_key(config: Config) -> Column:
+    """The business key of a message (DESIGN §6 ``compensation.business_key``), decided here only: ``lifecycles``
+    and ``dead_letters`` carry it and compensation hands the ``dead_letters`` value to its handlers. ``keys``: the
+    first non-empty entry of KEYS (RocketMQ joins several with a space, §7.2 "Keys Keys2"); ``body``: Spark's
+    ``get_json_object`` at ``json_path`` (a string as is, any other JSON value as its JSON text)."""
     bk = config.compensation.business_key
     if bk.from_ == "body" and bk.json_path:
         return F.get_json_object(F.col("body"), bk.json_path)
-    # KEYS holds space-separated keys (§7.2 "Keys Keys2"); the first is the business key.
-    return F.nullif(F.split(F.coalesce(F.col("keys"), F.lit("")), " ").getItem(0), F.lit(""))
+    return F.nullif(F.regexp_extract(F.coalesce(F.col("keys"), F.lit("")), r"^ *([^ ]+)", 1), F.lit(""))
 
 
 def lifecycles_table(life: DataFrame, config: Config) -> DataFrame:
