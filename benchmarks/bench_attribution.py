@@ -27,6 +27,8 @@ import time
 from collections import Counter
 from typing import Any
 
+from rocketmq_retry.contract import partition_dir
+
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 TOPOLOGIES = ROOT / "benchmarks" / "topologies"
 DATE = "2026-11-20"
@@ -108,16 +110,16 @@ def run_topology(
     causes: Counter[str] = Counter()
     attribution: Counter[str] = Counter()
     for day in days:  # the later run of a lifecycle wins: D+1 completes what D left IN_RETRY
-        for r in spark.read.parquet(str(wh / "lifecycles" / f"dt={day}")).collect():
+        for r in spark.read.parquet(str(partition_dir(wh, "lifecycles", day))).collect():
             got[(r["consumer_group"], r["msg_id"])] = r["final_state"]
-        for r in spark.read.parquet(str(wh / "dead_letters" / f"dt={day}")).collect():
+        for r in spark.read.parquet(str(partition_dir(wh, "dead_letters", day))).collect():
             dead[(r["consumer_group"], r["msg_id"])] = bool(r["compensable"])
             attribution["+".join(r["attribution"] or ["?"])] += 1
         if day == DATE:
-            for r in spark.read.parquet(str(wh / "unattributed" / f"dt={day}")).collect():
+            for r in spark.read.parquet(str(partition_dir(wh, "unattributed", day))).collect():
                 unattributed[r["reason"]] += int(r["lines"])
                 fixes.setdefault(r["reason"], set()).add(f"{r['source_file']}: {r['fix']}")
-            for r in spark.read.parquet(str(wh / "reconciliation" / f"dt={day}")).collect():
+            for r in spark.read.parquet(str(partition_dir(wh, "reconciliation", day))).collect():
                 if r["cause"]:
                     causes[r["cause"]] += 1
     states, true_dead = truth(landing)

@@ -27,6 +27,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from rocketmq_retry.config import parse_config
+from rocketmq_retry.contract import partition_dir
 from rocketmq_retry.jobs import reconstruct as rc
 from rocketmq_retry.jobs.reconstruct_events import EVENTS_SCHEMA
 from rocketmq_retry.jobs.spark_session import build_spark_session
@@ -121,15 +122,15 @@ def run(n: int, root: pathlib.Path) -> dict[str, float]:
     spark = build_spark_session("bench-reconstruct", master="local[2]", driver_memory="6g", shuffle_partitions=8)
     wh = root / f"wh-{n}"
     t0 = time.monotonic()
-    synthetic_events(spark, n).write.mode("overwrite").parquet(str(wh / "events" / f"dt={DAY}"))
+    synthetic_events(spark, n).write.mode("overwrite").parquet(str(partition_dir(wh, "events", DAY)))
     gen_s = time.monotonic() - t0
-    n_events = spark.read.parquet(str(wh / "events" / f"dt={DAY}")).count()
+    n_events = spark.read.parquet(str(partition_dir(wh, "events", DAY))).count()
     t1 = time.monotonic()
     events = rc.read_events(spark, str(wh), DAY, 0)
     out = rc.reconstruct(spark, events, CONFIG, DAY)
     rc.write_tables({t: getattr(out, t) for t in rc.TABLES}, str(wh), DAY)
     wall = time.monotonic() - t1
-    lifecycles = spark.read.parquet(str(wh / "lifecycles" / f"dt={DAY}")).count()
+    lifecycles = spark.read.parquet(str(partition_dir(wh, "lifecycles", DAY))).count()
     result = {
         "lifecycles": lifecycles,
         "events": n_events,

@@ -15,6 +15,8 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from rocketmq_retry.contract import partition_dir
+
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
 D, D1 = "2026-11-20", "2026-11-21"
@@ -120,14 +122,14 @@ def test_no_dead_letter_on_a_wrong_group_and_every_groupless_line_counted(
     found = {
         (r["consumer_group"], r["msg_id"])
         for day in (D, D1)
-        for r in spark.read.parquet(str(wh / "dead_letters" / f"dt={day}")).collect()
+        for r in spark.read.parquet(str(partition_dir(wh, "dead_letters", day))).collect()
     }
     truth = true_dead_letters(landing)
     assert found - truth == set(), f"dead letters on a group that did not dead-letter the message: {found - truth}"
 
     # Every consumer line of D that names no group is attributed by evidence or counted in unattributed/.
     parsed = parse_config(config)
-    events = spark.read.parquet(str(wh / "events" / f"dt={D}")).withColumn("dt", F.lit(D))
+    events = spark.read.parquet(str(partition_dir(wh, "events", D))).withColumn("dt", F.lit(D))
     groupless = events.where(
         F.col("consumer_group").isNull() & F.col("event_type").isin(*GROUP_EVENTS) & F.col("source").isin(*LOG_FORMATS)
     ).count()
@@ -142,7 +144,7 @@ def test_no_dead_letter_on_a_wrong_group_and_every_groupless_line_counted(
     from_logs = obs.where(F.col("source").isin(*LOG_FORMATS))
     attributed = from_logs.where(F.col("attribution").isin("container", "thread", "client-log", "single-group")).count()
     counted = (
-        spark.read.parquet(str(wh / "unattributed" / f"dt={D}"))
+        spark.read.parquet(str(partition_dir(wh, "unattributed", D)))
         .where(F.col("source").isin(*LOG_FORMATS))
         .agg(F.coalesce(F.sum("lines"), F.lit(0)).alias("n"))
         .collect()[0]["n"]

@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from conftest import ROOT
+from rocketmq_retry.contract import partition_dir
 
 DS = "2026-11-20"  # the date of examples/landing
 TABLES = ("events", "quarantine", "transitions", "lifecycles", "dead_letters", "reconciliation")
@@ -88,11 +89,11 @@ def _snapshot(warehouse: pathlib.Path, ds: str) -> dict[str, Any]:
 
     out: dict[str, Any] = {}
     for table in TABLES:
-        path = warehouse / table / f"dt={ds}"
+        path = partition_dir(warehouse, table, ds)
         if path.is_dir():
             rows = pads.dataset(str(path), format="parquet").to_table().to_pylist()
             out[table] = sorted(json.dumps(r, sort_keys=True, default=str) for r in rows)
-    out["report"] = json.loads((warehouse / "run_reports" / f"dt={ds}" / "summary.json").read_text())
+    out["report"] = json.loads((partition_dir(warehouse, "run_reports", ds) / "summary.json").read_text())
     return out
 
 

@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from rocketmq_retry.config import parse_config
+from rocketmq_retry.contract import partition_dir
 
 DS = "2026-11-21"
 SECRET = "TOP-SECRET-d41d8cd9"
@@ -31,7 +32,7 @@ SOURCES = [{"format": "rocketmq-client-4x", "path": "**/*.log*", "timezone": "UT
 
 def _tables(spark: Any, wh: pathlib.Path) -> dict[str, list[dict[str, Any]]]:
     return {
-        t: [r.asDict(recursive=True) for r in spark.read.parquet(str(wh / t / f"dt={DS}")).collect()]
+        t: [r.asDict(recursive=True) for r in spark.read.parquet(str(partition_dir(wh, t, DS))).collect()]
         for t in ("events", "quarantine", "ingest_report", "bindings")
     }
 

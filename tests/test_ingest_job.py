@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from rocketmq_retry.config import parse_config
+from rocketmq_retry.contract import partition_dir
 from rocketmq_retry.errors import InputError, UserError
 
 DS = "2026-11-21"
@@ -65,8 +66,8 @@ def hostile(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> dict[str, A
         }
     )
     first = run_ingest(spark, config, DS, str(landing), str(wh))
-    ev1 = sorted(tuple(r) for r in spark.read.parquet(str(wh / "events" / f"dt={DS}")).collect())
-    q1 = sorted(tuple(r) for r in spark.read.parquet(str(wh / "quarantine" / f"dt={DS}")).collect())
+    ev1 = sorted(tuple(r) for r in spark.read.parquet(str(partition_dir(wh, "events", DS))).collect())
+    q1 = sorted(tuple(r) for r in spark.read.parquet(str(partition_dir(wh, "quarantine", DS))).collect())
     second = run_ingest(spark, config, DS, str(landing), str(wh))  # re-run over its own output
     moved = root / "elsewhere [copy]"  # a landing root that is not a valid glob pattern
     shutil.copytree(landing, moved)
@@ -77,11 +78,13 @@ def hostile(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> dict[str, A
         "ev1": ev1,
         "q1": q1,
         "wh": wh,
-        "ev2": sorted(tuple(r) for r in spark.read.parquet(str(wh / "events" / f"dt={DS}")).collect()),
-        "q2": sorted(tuple(r) for r in spark.read.parquet(str(wh / "quarantine" / f"dt={DS}")).collect()),
-        "ev_moved": sorted(tuple(r) for r in spark.read.parquet(str(root / "wh2" / "events" / f"dt={DS}")).collect()),
-        "events": spark.read.parquet(str(wh / "events" / f"dt={DS}")).collect(),
-        "quarantine": spark.read.parquet(str(wh / "quarantine" / f"dt={DS}")).collect(),
+        "ev2": sorted(tuple(r) for r in spark.read.parquet(str(partition_dir(wh, "events", DS))).collect()),
+        "q2": sorted(tuple(r) for r in spark.read.parquet(str(partition_dir(wh, "quarantine", DS))).collect()),
+        "ev_moved": sorted(
+            tuple(r) for r in spark.read.parquet(str(partition_dir(root / "wh2", "events", DS))).collect()
+        ),
+        "events": spark.read.parquet(str(partition_dir(wh, "events", DS))).collect(),
+        "quarantine": spark.read.parquet(str(partition_dir(wh, "quarantine", DS))).collect(),
     }
 
 
@@ -150,7 +153,7 @@ def test_failed_write_leaves_previous_partition_readable(spark: Any, hostile: di
     bad = spark.range(3).select(F.when(F.col("id") == 2, F.raise_error(F.lit("crash mid-write"))).alias("x"))
     with pytest.raises(Exception, match="crash mid-write"):
         write_partition(bad, wh, "events", DS)
-    again = sorted(tuple(r) for r in spark.read.parquet(str(wh / "events" / f"dt={DS}")).collect())
+    again = sorted(tuple(r) for r in spark.read.parquet(str(partition_dir(wh, "events", DS))).collect())
     assert again == hostile["ev1"]
 
 
@@ -186,7 +189,7 @@ def test_real_samples_accounting_and_ground_truth(
     for r in result.report:
         assert r["lines_read"] == r["events"] + r["ignored"] + r["continuation"] + r["quarantined"], r
         assert r["quarantined"] == 0 and r["other_date"] == 0, r
-    events = spark.read.parquet(str(tmp_path / "wh" / "events" / f"dt={DS}"))
+    events = spark.read.parquet(str(partition_dir(tmp_path / "wh", "events", DS)))
     delivered = {
         (r["consumer_group"], r["msg_id"], r["reconsume_times"])
         for r in events.filter("event_type = 'DELIVERED'").collect()

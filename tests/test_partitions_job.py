@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from rocketmq_retry.config import parse_config
+from rocketmq_retry.contract import partition_dir
 from rocketmq_retry.jobs import partitions as P
 
 DS = "2026-11-21"
@@ -71,7 +72,7 @@ def test_killed_ingest_leaves_the_date_whole(spark: Any, tmp_path: pathlib.Path)
     # Killed mid-commit: events swapped in, quarantine moved out, so quarantine/dt=D does not exist on disk.
     # The journal says the run was complete: the first reader rolls it forward, and every table is the new run's.
     _ingest(landing, wh, cfg, crash_at="swap-out:quarantine")
-    assert not (wh / "quarantine" / f"dt={DS}").exists()
+    assert not partition_dir(wh, "quarantine", DS).exists()
     assert (wh / P.COMMITS_DIR / "ingest" / f"dt={DS}.journal").is_file()
     runs, rows_b = _state(spark, wh)
     assert len(runs) == 1 and runs != {run_a}

@@ -10,6 +10,7 @@ import pytest
 from pyspark.sql import types as T
 from pyspark.testing import assertDataFrameEqual
 
+from rocketmq_retry.contract import partition_dir
 from rocketmq_retry.jobs import reconstruct
 from rocketmq_retry.jobs.reconstruct_events import EVENTS_SCHEMA
 
@@ -63,17 +64,17 @@ def test_lookback_and_idempotent_rerun(spark: Any, tmp_path: pathlib.Path) -> No
         _event("n3", prev + dt.timedelta(seconds=13), "DELIVERED", "M-new", 1),
         _event("n4", prev + dt.timedelta(seconds=13, milliseconds=5), "CONSUME_OK", "M-new", None),
     ]
-    spark.createDataFrame(d1, schema).write.parquet(str(wh / "events" / "dt=2026-11-20"))
-    spark.createDataFrame(d0, schema).write.parquet(str(wh / "events" / f"dt={D}"))
+    spark.createDataFrame(d1, schema).write.parquet(str(partition_dir(wh, "events", "2026-11-20")))
+    spark.createDataFrame(d0, schema).write.parquet(str(partition_dir(wh, "events", D)))
     args = ["--date", D, "--warehouse", str(wh), "--config", str(cfg), "--lookback", "10m"]
     assert reconstruct.main(args) == 0
-    first = {t: spark.read.parquet(str(wh / t / f"dt={D}")).collect() for t in reconstruct.TABLES}
+    first = {t: spark.read.parquet(str(partition_dir(wh, t, D))).collect() for t in reconstruct.TABLES}
     life = {r["msg_id"]: r for r in first["lifecycles"]}
     assert life["M-new"]["first_seen"] == prev and life["M-new"]["deliveries"] == 2
     assert life["M-old"]["first_seen"] == prev + dt.timedelta(seconds=20)  # attempt 0 inferred, not read
     assert life["M-old"]["deliveries"] == 2 and life["M-old"]["final_state"] == "CONSUMED"
     assert reconstruct.main(args) == 0
     for table in reconstruct.TABLES:
-        assertDataFrameEqual(spark.read.parquet(str(wh / table / f"dt={D}")).collect(), first[table])
+        assertDataFrameEqual(spark.read.parquet(str(partition_dir(wh, table, D))).collect(), first[table])
     leftovers = [p.name for t in reconstruct.TABLES for p in (wh / t).iterdir() if p.name.startswith(".")]
     assert leftovers == []

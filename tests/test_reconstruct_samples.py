@@ -14,6 +14,8 @@ from typing import Any
 
 import pytest
 
+from rocketmq_retry.contract import partition_dir
+
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 DATE = "2026-11-21"
 FAST = "1s 2s 3s 4s 5s 6s 7s 8s 9s 10s 11s 12s 13s 14s 15s 16s 17s 18s"
@@ -77,7 +79,7 @@ def test_real_sample_matches_ground_truth(spark: Any, samples_dir: pathlib.Path,
         ingest.main(["--date", DATE, "--landing", str(samples_dir), "--warehouse", str(wh), "--config", str(cfg)]) == 0
     )
     assert reconstruct.main(["--date", DATE, "--warehouse", str(wh), "--config", str(cfg)]) == 0
-    rows = spark.read.parquet(str(wh / "lifecycles" / f"dt={DATE}")).collect()
+    rows = spark.read.parquet(str(partition_dir(wh, "lifecycles", DATE))).collect()
     got = {(r["consumer_group"], r["msg_id"]): (r["final_state"], r["deliveries"]) for r in rows}
     truth = ground_truth(samples_dir)
     assert len(truth) == 27

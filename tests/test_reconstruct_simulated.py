@@ -16,6 +16,8 @@ from typing import Any
 
 import pytest
 
+from rocketmq_retry.contract import partition_dir
+
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "examples" / "landing"
 CONFIG = ROOT / "examples" / "rocketmq-retry.yaml"
@@ -49,10 +51,10 @@ def run_pipeline(spark: Any, landing: pathlib.Path, config: pathlib.Path, wh: pa
     for day in run_dates(local_day):
         args = ["--date", day, "--landing", str(landing), "--warehouse", str(wh), "--config", str(config)]
         assert ingest.main(args) == 0
-        if not (wh / "events" / f"dt={day}").is_dir():
+        if not partition_dir(wh, "events", day).is_dir():
             continue
         assert reconstruct.main(["--date", day, "--warehouse", str(wh), "--config", str(config)]) == 0
-        for r in spark.read.parquet(str(wh / "lifecycles" / f"dt={day}")).collect():
+        for r in spark.read.parquet(str(partition_dir(wh, "lifecycles", day))).collect():
             got[(r["consumer_group"], r["msg_id"])] = (r["final_state"], r["deliveries"])
     return got
 
