@@ -24,7 +24,6 @@ class State(enum.StrEnum):
     SKIPPED = "SKIPPED"  # no route (or an undefined handler); only an operator re-drive reopens it
 
 
-TERMINAL = frozenset({State.DONE, State.GAVE_UP, State.SKIPPED})
 # What an operator may send back to PENDING. DONE never: its effect already happened (DESIGN §8).
 REOPENABLE = frozenset({State.FAILED, State.GAVE_UP, State.SKIPPED})
 

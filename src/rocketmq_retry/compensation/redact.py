@@ -21,7 +21,8 @@ SECRET_HEADERS = frozenset({"authorization", "proxy-authorization", "x-api-key",
 _USERINFO = re.compile(r"(?P<scheme>\b[a-zA-Z][a-zA-Z0-9+.-]*://)(?P<userinfo>[^/?#\s@'\"]+)@")
 # "Authorization: Basic abc", "'X-Api-Key': 'abc'", "cookie=abc" as they appear in error texts and dict reprs.
 _HEADER_VALUE = re.compile(
-    r"(?P<name>\b(?:proxy-authorization|authorization|x-api-key|set-cookie|cookie)\b['\"]?\s*[:=]\s*['\"]?)"
+    # the longer names first, so that "proxy-authorization" is not read as "authorization"
+    rf"(?P<name>\b(?:{'|'.join(sorted(SECRET_HEADERS, key=len, reverse=True))})\b['\"]?\s*[:=]\s*['\"]?)"
     r"(?P<value>(?:(?:basic|bearer|token|digest)\s+)?[^\s'\",;}]+)",
     re.IGNORECASE,
 )

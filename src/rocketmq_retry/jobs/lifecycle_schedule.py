@@ -149,20 +149,6 @@ def schedule_rows(policy: GroupPolicy, max_r: int) -> list[tuple[object, ...]]:
     return rows
 
 
-SCHEDULE_COLUMNS = (
-    "consumer_group",
-    "variant",
-    "attempt",
-    "action",
-    "next_topic",
-    "next_level",
-    "delay_ms",
-    "next_reconsume_times",
-    "via_schedule",
-    "rule",
-)
-
-
 def build_tables(
     policies: Mapping[str, GroupPolicy], max_r_by_group: Mapping[str, int]
 ) -> tuple[list[tuple[object, ...]], list[GroupSummary]]:
