@@ -8,16 +8,15 @@ from collections.abc import Iterator
 import pytest
 from sqlalchemy import inspect, text
 
-from rocketmq_retry.compensation.ledger import (
-    Ledger,
-    Registration,
+from rocketmq_retry.compensation.database import (
     create_ledger_engine,
     current_revision,
     head_revision,
     resolve_ledger_url,
     upgrade,
 )
-from rocketmq_retry.compensation.model import State, idempotency_key
+from rocketmq_retry.compensation.ledger import Ledger
+from rocketmq_retry.compensation.model import Registration, State, idempotency_key
 from rocketmq_retry.compensation.schema import TABLE_NAME, VERSION_TABLE, metadata
 from rocketmq_retry.errors import ConfigError
 from test_compensation_support import pg_schema_url

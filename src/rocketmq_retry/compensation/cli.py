@@ -13,8 +13,9 @@ from typing import Any
 from sqlalchemy.engine import make_url
 
 from rocketmq_retry.compensation import batches as service
-from rocketmq_retry.compensation.ledger import Ledger, LedgerRow, resolve_ledger_url, upgrade
-from rocketmq_retry.compensation.model import State, idempotency_key
+from rocketmq_retry.compensation.database import resolve_ledger_url, upgrade
+from rocketmq_retry.compensation.ledger import Ledger
+from rocketmq_retry.compensation.model import LedgerRow, State, idempotency_key
 from rocketmq_retry.config import load_config
 from rocketmq_retry.dates import date_arg
 from rocketmq_retry.errors import UserError
@@ -231,7 +232,7 @@ def _retry(ns: argparse.Namespace) -> int:
 
 
 def _migrate(ns: argparse.Namespace) -> int:
-    from rocketmq_retry.compensation.ledger import create_ledger_engine
+    from rocketmq_retry.compensation.database import create_ledger_engine
 
     engine = create_ledger_engine(_ledger_url(ns))
     try:

@@ -305,7 +305,7 @@ class SqlHandler(_Secrets):
         from sqlalchemy import Column, Integer, MetaData, String, Table, Text, inspect
         from sqlalchemy.engine import make_url
 
-        from rocketmq_retry.compensation.ledger import create_ledger_engine
+        from rocketmq_retry.compensation.database import create_ledger_engine
 
         self.name = name
         self.rate_per_second = cfg.rate_per_second

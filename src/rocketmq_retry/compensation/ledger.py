@@ -11,225 +11,30 @@ it: workers whose clocks disagree still agree on whose lease is live.
 
 from __future__ import annotations
 
-import contextlib
-import dataclasses
 import datetime as dt
-import fcntl
 import logging
-import math
-import os
-import pathlib
-import time
 import uuid
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from sqlalchemy import Engine, and_, create_engine, event, func, insert, or_, select, text, tuple_, update
-from sqlalchemy.engine import make_url
+from sqlalchemy import Engine, and_, func, insert, or_, select, tuple_, update
 from sqlalchemy.exc import IntegrityError
 
-from rocketmq_retry.compensation.model import REOPENABLE, State
+from rocketmq_retry.compensation.database import (
+    create_ledger_engine,
+    current_revision,
+    database_now,
+    head_revision,
+    upgrade,
+)
+from rocketmq_retry.compensation.model import REOPENABLE, Claim, LedgerRow, Registration, State
 from rocketmq_retry.compensation.redact import redact
-from rocketmq_retry.compensation.schema import TABLE_NAME, VERSION_TABLE, ledger
-from rocketmq_retry.errors import ConfigError, UserError
+from rocketmq_retry.compensation.schema import TABLE_NAME, ledger
+from rocketmq_retry.errors import UserError
 
 log = logging.getLogger(__name__)
 
-MIGRATIONS_DIR = pathlib.Path(__file__).resolve().parent / "migrations"
-# Any constant will do; it only has to be the same for every process that migrates this ledger.
-_PG_MIGRATION_LOCK = 0x524D5152_4C454447 & 0x7FFFFFFFFFFFFFFF
 _INSERT_CHUNK = 500
-
-
-def utcnow() -> dt.datetime:
-    return dt.datetime.now(dt.UTC)
-
-
-def resolve_ledger_url(template: str, warehouse: str | os.PathLike[str] | None) -> str:
-    """Fill ``{warehouse}`` (DESIGN §6) with the absolute warehouse path."""
-    if "{warehouse}" in template:
-        if warehouse is None:
-            raise ConfigError(
-                f"compensation.ledger_url {template!r} names {{warehouse}}: pass --warehouse (or set ledger_url)"
-            )
-        template = template.replace("{warehouse}", str(pathlib.Path(warehouse).resolve()))
-    return template
-
-
-def create_ledger_engine(url: str, *, timeout: float | None = None) -> Engine:
-    """An engine tuned for many short write transactions from several processes. With ``timeout`` (the sql
-    handler's ``timeout_seconds``) connecting and every statement are bounded by it: SQLite waits that long for
-    a lock, PostgreSQL gets ``connect_timeout`` and ``statement_timeout``."""
-    parsed = make_url(url)
-    if parsed.get_backend_name() == "sqlite":
-        database = parsed.database or ""
-        if database in ("", ":memory:") or database.startswith("file:"):
-            shown = parsed.render_as_string(hide_password=True)
-            raise ConfigError(f"ledger_url {shown!r}: an SQLite ledger must be a file so that every worker sees it")
-        pathlib.Path(database).parent.mkdir(parents=True, exist_ok=True)
-        busy = 60.0 if timeout is None else timeout
-        engine = create_engine(url, connect_args={"timeout": busy})
-
-        @event.listens_for(engine, "connect")
-        def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
-            cur = dbapi_conn.cursor()
-            # WAL lets readers (list/show, state checks) proceed while a worker writes.
-            cur.execute("PRAGMA journal_mode=WAL")
-            cur.execute(f"PRAGMA busy_timeout={int(busy * 1000)}")
-            # Durable across process crashes (what leases are about); a power loss may forget the last commits,
-            # and then the idempotency key keeps the repeated effect harmless.
-            cur.execute("PRAGMA synchronous=NORMAL")
-            cur.close()
-
-        return engine
-    if timeout is None or parsed.get_backend_name() != "postgresql":
-        # No pre-ping: it would add a round trip to every claim; a dropped connection fails one transaction.
-        return create_engine(parsed, pool_recycle=1800)
-    # libpq counts connect_timeout in whole seconds and treats anything under 2 as 2.
-    engine = create_engine(parsed, pool_recycle=1800, connect_args={"connect_timeout": max(2, math.ceil(timeout))})
-    statement_ms = max(1, int(timeout * 1000))
-
-    @event.listens_for(engine, "connect")
-    def _pg_statement_timeout(dbapi_conn: Any, _record: Any) -> None:
-        cur = dbapi_conn.cursor()
-        cur.execute(f"SET statement_timeout = {statement_ms}")
-        cur.close()
-        dbapi_conn.commit()  # a session setting, kept across the pool's rollbacks only once committed
-
-    return engine
-
-
-def database_now(conn: Any) -> dt.datetime:
-    """The database server's current time (aware UTC), the one clock every worker shares."""
-    dialect = conn.dialect.name
-    if dialect == "sqlite":
-        value = conn.execute(text("SELECT strftime('%Y-%m-%d %H:%M:%f', 'now')")).scalar_one()
-        return dt.datetime.fromisoformat(value).replace(tzinfo=dt.UTC)
-    if dialect == "postgresql":
-        # clock_timestamp(), not now(): now() is the transaction's start, stale by the transaction's age.
-        value = conn.execute(text("SELECT clock_timestamp()")).scalar_one()
-    else:
-        value = conn.execute(select(func.current_timestamp())).scalar_one()
-    if isinstance(value, str):
-        value = dt.datetime.fromisoformat(value)
-    return value.replace(tzinfo=dt.UTC) if value.tzinfo is None else value.astimezone(dt.UTC)
-
-
-def _alembic_config(connection: Any) -> Any:
-    from alembic.config import Config as AlembicConfig
-
-    cfg = AlembicConfig()
-    cfg.set_main_option("script_location", str(MIGRATIONS_DIR))
-    cfg.attributes["connection"] = connection
-    return cfg
-
-
-def head_revision() -> str:
-    from alembic.script import ScriptDirectory
-
-    cfg = _alembic_config(None)
-    head = ScriptDirectory.from_config(cfg).get_current_head()
-    assert head is not None
-    return head
-
-
-def current_revision(engine: Engine) -> str | None:
-    from alembic.migration import MigrationContext
-
-    with engine.connect() as conn:
-        return MigrationContext.configure(conn, opts={"version_table": VERSION_TABLE}).get_current_revision()
-
-
-@contextlib.contextmanager
-def _sqlite_file_lock(engine: Engine) -> Iterator[None]:
-    lock_path = pathlib.Path(str(engine.url.database) + ".migrate-lock")
-    with open(lock_path, "a+") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
-
-
-def upgrade(engine: Engine, revision: str = "head") -> tuple[str | None, str | None]:
-    """Bring the ledger to ``revision``; returns (before, after). Safe when several workers start at once:
-    the first migrates under a lock, the others find the work done."""
-    from alembic import command
-
-    before = current_revision(engine)
-    target = head_revision() if revision == "head" else revision
-    if before == target:
-        return before, before
-    lock = _sqlite_file_lock(engine) if engine.dialect.name == "sqlite" else contextlib.nullcontext()
-    with lock, engine.begin() as conn:
-        if engine.dialect.name == "postgresql":
-            conn.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": _PG_MIGRATION_LOCK})
-        command.upgrade(_alembic_config(conn), revision)
-    after = current_revision(engine)
-    if before != after:
-        log.info("compensation ledger migrated from %s to %s", before or "empty", after)
-    return before, after
-
-
-@dataclasses.dataclass(frozen=True)
-class Registration:
-    """A dead letter as first written to the ledger."""
-
-    consumer_group: str
-    msg_id: str
-    dlq_date: str | None
-    original_topic: str | None
-    handler: str | None
-    business_key: str | None
-    skip_reason: str | None = None  # why no handler was found (recorded when the row is SKIPPED)
-
-
-@dataclasses.dataclass(frozen=True)
-class Claim:
-    consumer_group: str
-    msg_id: str
-    token: str
-    attempt: int
-    lease_expires_at: dt.datetime  # database time
-    # This worker's monotonic clock when the claim was won (after the database granted it, so never early):
-    # what the worker measures its remaining lease against, free of any difference between the two clocks.
-    won_at: float = dataclasses.field(default_factory=time.monotonic, compare=False)
-
-
-@dataclasses.dataclass(frozen=True)
-class LedgerRow:
-    consumer_group: str
-    msg_id: str
-    state: State
-    attempts: int
-    handler: str | None
-    business_key: str | None
-    first_seen: dt.datetime
-    last_attempt_at: dt.datetime | None
-    completed_at: dt.datetime | None
-    last_error: str | None
-    airflow_run_id: str | None
-    claimed_by: str | None
-    lease_expires_at: dt.datetime | None
-    dlq_date: str | None
-    original_topic: str | None
-    redrives: int
-    result: str | None
-
-    @classmethod
-    def from_mapping(cls, row: Any) -> LedgerRow:
-        values = {f.name: row[f.name] for f in dataclasses.fields(cls)}
-        values["state"] = State(values["state"])
-        return cls(**values)
-
-    def as_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {}
-        for f in dataclasses.fields(self):
-            value = getattr(self, f.name)
-            out[f.name] = (
-                value.isoformat() if isinstance(value, dt.datetime) else str(value) if f.name == "state" else value
-            )
-        return out
 
 
 def _claimable(now: dt.datetime, max_attempts: int) -> Any:
@@ -667,11 +472,4 @@ __all__ = [
     "Ledger",
     "LedgerRow",
     "Registration",
-    "create_ledger_engine",
-    "current_revision",
-    "database_now",
-    "head_revision",
-    "resolve_ledger_url",
-    "upgrade",
-    "utcnow",
 ]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import enum
+import time
 import uuid
 from typing import Any
 
@@ -83,3 +84,64 @@ ROW_FIELDS = tuple(f.name for f in dataclasses.fields(DeadLetter) if f.name != "
 _NOT_IN_CONTRACT = sorted(set(ROW_FIELDS) - set(contract.columns("dead_letters")))
 if _NOT_IN_CONTRACT:
     raise ImportError(f"DeadLetter fields {_NOT_IN_CONTRACT} are not dead_letters columns of rocketmq_retry.contract")
+
+
+@dataclasses.dataclass(frozen=True)
+class Registration:
+    """A dead letter as first written to the ledger."""
+
+    consumer_group: str
+    msg_id: str
+    dlq_date: str | None
+    original_topic: str | None
+    handler: str | None
+    business_key: str | None
+    skip_reason: str | None = None  # why no handler was found (recorded when the row is SKIPPED)
+
+
+@dataclasses.dataclass(frozen=True)
+class Claim:
+    consumer_group: str
+    msg_id: str
+    token: str
+    attempt: int
+    lease_expires_at: dt.datetime  # database time
+    # This worker's monotonic clock when the claim was won (after the database granted it, so never early):
+    # what the worker measures its remaining lease against, free of any difference between the two clocks.
+    won_at: float = dataclasses.field(default_factory=time.monotonic, compare=False)
+
+
+@dataclasses.dataclass(frozen=True)
+class LedgerRow:
+    consumer_group: str
+    msg_id: str
+    state: State
+    attempts: int
+    handler: str | None
+    business_key: str | None
+    first_seen: dt.datetime
+    last_attempt_at: dt.datetime | None
+    completed_at: dt.datetime | None
+    last_error: str | None
+    airflow_run_id: str | None
+    claimed_by: str | None
+    lease_expires_at: dt.datetime | None
+    dlq_date: str | None
+    original_topic: str | None
+    redrives: int
+    result: str | None
+
+    @classmethod
+    def from_mapping(cls, row: Any) -> LedgerRow:
+        values = {f.name: row[f.name] for f in dataclasses.fields(cls)}
+        values["state"] = State(values["state"])
+        return cls(**values)
+
+    def as_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            out[f.name] = (
+                value.isoformat() if isinstance(value, dt.datetime) else str(value) if f.name == "state" else value
+            )
+        return out

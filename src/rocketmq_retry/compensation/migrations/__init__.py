@@ -1,1 +1,1 @@
-"""Alembic environment of the compensation ledger (run through ``rocketmq_retry.compensation.ledger.upgrade``)."""
+"""Alembic environment of the compensation ledger (run through ``rocketmq_retry.compensation.database.upgrade``)."""

@@ -1,4 +1,4 @@
-"""Alembic env for the ledger: always online, on the connection that ``ledger.upgrade`` passes in."""
+"""Alembic env for the ledger: always online, on the connection that ``database.upgrade`` passes in."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ from alembic import context
 from rocketmq_retry.compensation.schema import VERSION_TABLE, metadata
 
 connection = context.config.attributes.get("connection")
-if connection is None:  # pragma: no cover - only ledger.upgrade() drives these migrations
-    raise RuntimeError("run ledger migrations through rocketmq_retry.compensation.ledger.upgrade()")
+if connection is None:  # pragma: no cover - only database.upgrade() drives these migrations
+    raise RuntimeError("run ledger migrations through rocketmq_retry.compensation.database.upgrade()")
 
 context.configure(
     connection=connection,
