@@ -38,13 +38,13 @@ def _config(routes: list[dict[str, str]], business_key: dict[str, str] | None = 
 def test_spark_column_and_batch_service_route_every_case_alike(spark: Any) -> None:
     from rocketmq_retry.jobs.reconstruct_dead_letters import compensation_handler
 
-    # Each pattern once as a topic route and once as a group route, first match wins, nothing left unrouted by
-    # a catch-all so that "no route" is tested too.
+    # Each pattern once as a topic route and once as a group route, first match wins; no catch-all, and a group
+    # ("zz9") that no group pattern matches, so that "no route" is reached too.
     routes = [{"topic": p, "group": "g*", "handler": "a"} for p in PATTERNS if p != "*"]
     routes += [{"topic": "*", "group": p, "handler": "b"} for p in PATTERNS if p != "*"]
     routes += [{"topic": "pay?", "group": "*", "handler": "c"}]
     cfg = _config(routes)
-    cases = [(topic, group) for topic in [*VALUES, None, "pays"] for group in ["g1", "h", *VALUES[:8]]]
+    cases = [(topic, group) for topic in [*VALUES, None, "pays"] for group in ["g1", "h", "zz9", *VALUES[:8]]]
     df = spark.createDataFrame(cases, "original_topic string, consumer_group string")
     got = {
         (r.original_topic, r.consumer_group): r.h
@@ -54,7 +54,8 @@ def test_spark_column_and_batch_service_route_every_case_alike(spark: Any) -> No
     assert got == expected
     # the table exercises every outcome, so agreeing is not agreeing on "nothing"
     assert set(expected.values()) == {"a", "b", "c", None}
-    assert expected[("pays", "h")] == "c" and expected[("order-events", "g1")] == "a" and expected[(None, "h")] is None
+    assert expected[("pays", "zz9")] == "c" and expected[("order-events", "g1")] == "a"
+    assert expected[(None, "h")] == "b" and expected[(None, "zz9")] is None
 
 
 def test_handler_for_the_routes_in_force_decide() -> None:
