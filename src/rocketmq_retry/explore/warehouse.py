@@ -215,8 +215,11 @@ class Explorer:
                 ds = partition_date(child.name[3:])
             except DateError:
                 continue  # not a partition this project writes
-            if self._partition(table, ds) is not None:
-                found.append(ds)
+            try:
+                if self._partition(table, ds) is not None:
+                    found.append(ds)
+            except ExploreError:
+                continue  # a link out of the warehouse is never listed; asking for its date names it
         return sorted(found, reverse=True)
 
     # --- run overview -----------------------------------------------------------------------------------------
@@ -608,20 +611,24 @@ class Explorer:
                 cur,
             )
             found = {(h["dt"], h["consumer_group"], h["msg_id"]): h["how"] for h in hits}
-            events, ep = self._scan("events", [d for d in dates if self._partition("events", d) is not None])
+            events, ep = self._scan("events", dates)
             by_offset = self._query(
                 f"SELECT DISTINCT event_id, msg_id FROM ({events}) WHERE offset_msg_id = ?", [*ep, q], cur
             )
             if by_offset:
                 ids = [r["event_id"] for r in by_offset]
-                msg_ids = sorted({r["msg_id"] for r in by_offset if r["msg_id"]})
                 trans, tp = self._scan("transitions", dates)
                 linked = self._query(
-                    f"SELECT DISTINCT dt, consumer_group, msg_id FROM ({trans}) WHERE list_has_any(evidence, ?)",
-                    [*tp, ids],
+                    f"SELECT DISTINCT dt, consumer_group, msg_id, e FROM (SELECT dt, consumer_group, msg_id, "
+                    f"unnest(evidence) AS e FROM ({trans}) WHERE list_has_any(evidence, ?)) WHERE list_contains(?, e)",
+                    [*tp, ids, ids],
                     cur,
                 )
                 keys = {(r["dt"], r["consumer_group"], r["msg_id"]) for r in linked}
+                # A line no hop cites (the business topic's stored copy, the publish) is every group's message;
+                # a copy in a group's retry or DLQ topic is cited by that group's hops only.
+                cited = {r["e"] for r in linked}
+                msg_ids = sorted({r["msg_id"] for r in by_offset if r["msg_id"] and r["event_id"] not in cited})
                 if msg_ids:
                     keys |= {
                         (r["dt"], r["consumer_group"], r["msg_id"])
