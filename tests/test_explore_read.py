@@ -271,3 +271,21 @@ def test_causes_match_the_reconciliation_job() -> None:
     from rocketmq_retry.jobs.reconciliation import CAUSES as JOB_CAUSES
 
     assert CAUSES == JOB_CAUSES
+
+
+def test_ledger_rows_reloaded_when_the_ledger_changes(tmp_path: pathlib.Path) -> None:
+    from rocketmq_retry.compensation.ledger import Ledger
+
+    built = L.build(tmp_path)
+    with open_warehouse(built["warehouse"], built["config"]) as ex:
+        failed = DeadLetterFilter(compensation_state="FAILED")
+        assert ex.dead_letters(L.D1, L.D1, failed).total == 0
+        assert ex.dead_letters(L.D1, L.D1, DeadLetterFilter(compensation_state="PENDING")).total == 1
+        with Ledger.open(f"sqlite:///{built['ledger']}") as ledger:
+            claim = ledger.claim("G1", "M2", worker="w2", handler="log-only")
+            assert claim is not None
+            ledger.fail(claim, "HTTP 502", permanent=False, handler="log-only")
+        rows = ex.dead_letters(L.D1, L.D1, failed).rows  # the same range again: the cached rows are stale
+        assert [(r.msg_id, r.attempts, r.last_error) for r in rows] == [("M2", 1, "HTTP 502")]
+        csv_rows = list(csv.DictReader(io.StringIO("".join(ex.dead_letters_csv(L.D1, L.D1, failed)), newline="")))
+        assert [(r["msg_id"], r["compensation_state"], r["attempts"]) for r in csv_rows] == [("M2", "FAILED", "1")]
