@@ -30,6 +30,7 @@ COMMANDS: dict[str, str] = {
     "validate": "run the Great Expectations checkpoints, publish Data Docs",
     "compensate": "claim and execute the date's dead letters",
     "compensation": "list|show|retry|review|migrate the compensation ledger",
+    "explain": "what happened to one message: hops, evidence lines, dead letter, compensation",
 }
 # `run` chains these, stopping at the first failure.
 RUN_STEPS = ("ingest", "reconstruct", "validate")
@@ -69,6 +70,10 @@ def _main_of(command: str) -> Callable[[list[str]], int]:
         from rocketmq_retry.compensation.cli import main as compensation
 
         return compensation
+    if command == "explain":
+        from rocketmq_retry.explore.explain import main as explain
+
+        return explain
     raise KeyError(command)
 
 

@@ -1,0 +1,370 @@
+"""The read layer's results: typed, frozen, and each ``to_dict()`` JSON-ready (datetimes as ISO-8601 UTC text).
+
+The pages and ``rocketmq-retry explain`` render these; nothing here reads a file. Field names are an API the web
+pages depend on: add fields, never rename them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+from typing import Any
+
+from rocketmq_retry.errors import UserError
+
+# What a dead letter's compensation state is besides the ledger's own states (compensation/model.py ``State``):
+# a row compensation never acts on (held for review, docs/compensation.md), and a compensable row that no
+# compensate run has registered yet.
+NOT_COMPENSABLE = "NOT_COMPENSABLE"
+NOT_REGISTERED = "NOT_REGISTERED"
+LEDGER_STATES = ("PENDING", "CLAIMED", "DONE", "FAILED", "GAVE_UP", "SKIPPED")
+COMPENSATION_STATES = (*LEDGER_STATES, NOT_COMPENSABLE, NOT_REGISTERED)
+
+
+class ExploreError(UserError):
+    """A request the warehouse cannot answer (bad parameter, nothing found): one line naming what was searched.
+    The CLI prints it and exits 2; the pages answer 400/404 with it."""
+
+
+class NotFound(ExploreError):
+    """Nothing matches: no such message, date or partition."""
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, dt.datetime):
+        value = value.replace(tzinfo=dt.UTC) if value.tzinfo is None else value.astimezone(dt.UTC)
+        return value.isoformat().replace("+00:00", "Z")
+    if isinstance(value, dt.date):
+        return value.isoformat()
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: _plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    return value
+
+
+class _Result:
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON-ready form: nested results become dicts, datetimes ISO text in UTC (``...Z``)."""
+        out: dict[str, Any] = _plain(self)
+        return out
+
+
+# --- run overview ---------------------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class GroupStates(_Result):
+    """One consumer group's lifecycles of the date by final state, and its dead-letter rate."""
+
+    consumer_group: str
+    lifecycles: int
+    final_states: dict[str, int]  # every FINAL_STATES value, 0 when absent
+    dead_lettered: int  # lifecycles whose final state is DEAD_LETTERED
+    dead_letter_rate: float  # dead_lettered / lifecycles
+    dead_letters: int  # rows of dead_letters/ (the compensable ones and those held for review)
+    held_for_review: int
+
+
+@dataclasses.dataclass(frozen=True)
+class AnomalyExample(_Result):
+    consumer_group: str
+    msg_id: str
+
+
+@dataclasses.dataclass(frozen=True)
+class AnomalySummary(_Result):
+    code: str
+    lifecycles: int
+    examples: list[AnomalyExample]  # up to 5, ordered by (consumer_group, msg_id)
+
+
+@dataclasses.dataclass(frozen=True)
+class ReconciliationGap(_Result):
+    """A group-minute whose reconstructed retry traffic differs from the broker's or client's counters."""
+
+    consumer_group: str
+    minute: dt.datetime
+    reconstructed_send_backs: int | None
+    broker_send_backs: int | None
+    send_back_diff: int | None
+    reconstructed_dlq: int | None
+    broker_dlq: int | None
+    dlq_diff: int | None
+    reconstructed_failures: int | None
+    client_failures: int | None
+    failure_diff: int | None
+    cause: str | None
+    cause_text: str | None
+
+
+@dataclasses.dataclass(frozen=True)
+class UnattributedLines(_Result):
+    """Consumer lines of one file, event type, topic and reason that no evidence or config gave a group."""
+
+    source: str | None
+    source_file: str | None
+    instance: str | None
+    event_type: str | None
+    topic: str | None
+    reason: str | None
+    reason_text: str | None
+    candidates: list[str]
+    fix: str | None  # the config key that would settle them
+    lines: int
+    example_line_no: int | None
+
+
+@dataclasses.dataclass(frozen=True)
+class FileNotRead(_Result):
+    source_file: str
+    status: str  # quarantined | refused
+    reason: str | None
+
+
+@dataclasses.dataclass(frozen=True)
+class IngestAccounting(_Result):
+    """What ingest read for the date: lines_read = events + ignored + continuation + quarantined (+ other_date)."""
+
+    files: int
+    lines_read: int
+    events: int
+    event_rows: int
+    ignored: int
+    continuation: int
+    quarantined: int
+    other_date: int
+    quarantined_by_reason: dict[str, int]
+    ignored_by_kind: dict[str, int]
+    files_not_read: list[FileNotRead]
+
+
+@dataclasses.dataclass(frozen=True)
+class ValidationStatus(_Result):
+    """The date's Great Expectations result as ``rocketmq-retry validate`` left it on disk."""
+
+    success: bool | None
+    evaluated: int | None
+    critical_failures: list[str]
+    warning_failures: list[str]
+    docs_page: str  # relative to the Data Docs site root, e.g. ``runs/dt=2026-11-20.html``
+    docs_root: str  # absolute path of the Data Docs site the page lives in
+
+
+@dataclasses.dataclass(frozen=True)
+class RunOverview(_Result):
+    date: str
+    lifecycles: int
+    final_states: dict[str, int]
+    groups: list[GroupStates]
+    dead_letters: int
+    held_for_review: int
+    anomalies: list[AnomalySummary]
+    reconciliation_gaps: list[ReconciliationGap]
+    unattributed: list[UnattributedLines]
+    unattributed_lines: int
+    ingest: IngestAccounting | None  # None: no committed ingest_report for the date
+    validation: ValidationStatus | None  # None: the date was not validated with this config
+
+
+# --- dead letters ---------------------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class DeadLetterFilter(_Result):
+    """Every field optional; set fields are ANDed. ``key`` is a substring of KEYS or of the business key;
+    ``compensation_state`` one of COMPENSATION_STATES; ``attribution`` one of contract.ATTRIBUTIONS;
+    ``msg_id`` exact."""
+
+    group: str | None = None
+    topic: str | None = None
+    tag: str | None = None
+    key: str | None = None
+    compensation_state: str | None = None
+    attribution: str | None = None
+    msg_id: str | None = None  # exact
+
+
+@dataclasses.dataclass(frozen=True)
+class DeadLetterRow(_Result):
+    date: str
+    msg_id: str
+    consumer_group: str
+    topic: str | None  # the business topic
+    tag: str | None
+    keys: str | None
+    business_key: str | None
+    reconsume_times: int | None
+    dlq_at: dt.datetime | None
+    dlq_inferred: bool | None
+    attribution: list[str]  # how the row's group was established (contract.ATTRIBUTIONS)
+    compensable: bool
+    review_reason: str | None
+    compensation_state: str  # COMPENSATION_STATES
+    attempts: int
+    handler: str | None
+    last_attempt_at: dt.datetime | None
+    last_error: str | None
+
+
+@dataclasses.dataclass(frozen=True)
+class DeadLetterPage(_Result):
+    date_from: str
+    date_to: str
+    filters: DeadLetterFilter
+    page: int  # 1-based
+    page_size: int
+    total: int  # rows matching the filters over the whole range
+    rows: list[DeadLetterRow]
+
+    @property
+    def pages(self) -> int:
+        return max(1, -(-self.total // self.page_size))
+
+
+# --- messages -------------------------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class FoundMessage(_Result):
+    date: str
+    consumer_group: str
+    msg_id: str
+    final_state: str | None
+    matched_by: str  # msg_id | offset_msg_id | business_key
+
+
+@dataclasses.dataclass(frozen=True)
+class EvidenceLine(_Result):
+    """One event behind a hop: the log line (file and 1-based line number) it was parsed from."""
+
+    event_id: str
+    event_time: dt.datetime | None
+    event_type: str | None
+    source: str | None
+    source_file: str | None
+    line_no: int | None
+    topic: str | None
+    reconsume_times: int | None
+    delay_level: int | None
+    thread: str | None
+    client_host: str | None
+    broker: str | None
+    detail: str | None
+
+
+@dataclasses.dataclass(frozen=True)
+class Hop(_Result):
+    hop: int
+    from_state: str | None
+    to_state: str
+    physical_topic: str | None
+    queue_id: int | None
+    delay_level: int | None
+    reconsume_times: int | None
+    observed_at: dt.datetime | None
+    expected_at: dt.datetime | None
+    drift_ms: int | None
+    inferred: bool
+    evidence: list[str]  # event_ids, each one of Story.evidence
+
+
+@dataclasses.dataclass(frozen=True)
+class ExpectedStep(_Result):
+    """One retry of the engine's path for a message of the group that fails every time (``schedule``)."""
+
+    hop: int
+    reconsume_times: int
+    delay_level: int | None
+    delay_ms: int
+    cumulative_ms: int
+    topic: str | None
+
+
+@dataclasses.dataclass(frozen=True)
+class ExpectedPath(_Result):
+    settings: list[tuple[str, str]]  # (config key, value as the engine reads it), as ``schedule`` prints them
+    steps: list[ExpectedStep]
+    final: str  # the engine's final state (RETRYING_FOREVER for a path that never ends)
+    final_topic: str | None
+    deliveries: int
+    text: str  # the ``rocketmq-retry schedule`` table
+
+
+@dataclasses.dataclass(frozen=True)
+class CompensationRecord(_Result):
+    """The ledger's row for a dead letter: its state and the attempts made so far."""
+
+    state: str
+    attempts: int
+    redrives: int
+    handler: str | None
+    business_key: str | None
+    dlq_date: str | None
+    first_seen: dt.datetime | None
+    last_attempt_at: dt.datetime | None
+    completed_at: dt.datetime | None
+    last_error: str | None
+    result: str | None
+    airflow_run_id: str | None
+
+
+@dataclasses.dataclass(frozen=True)
+class Story(_Result):
+    """One message's lifecycle under one consumer group (never merged with another group's)."""
+
+    date: str  # the partition the lifecycle row was read from (the newest in the range)
+    dates: list[str]  # every date in the range holding a lifecycle row of this (group, msg_id)
+    consumer_group: str
+    msg_id: str
+    original_topic: str | None
+    keys: str | None
+    tags: str | None
+    business_key: str | None
+    first_seen: dt.datetime | None
+    last_seen: dt.datetime | None
+    deliveries: int | None
+    final_state: str | None
+    expected_final_state: str | None
+    max_reconsume_times: int | None
+    anomalies: list[str]
+    evidence_class: str | None
+    attribution: list[str]
+    instances: list[str]
+    hops: list[Hop]
+    evidence: list[EvidenceLine]  # ordered by time, then file and line
+    expected_path: ExpectedPath
+    dead_letter: DeadLetterRow | None
+    compensation: CompensationRecord | None
+
+
+# --- groups ---------------------------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class DailyRate(_Result):
+    date: str
+    lifecycles: int
+    dead_lettered: int
+    dead_letter_rate: float | None  # None: no lifecycle of the group that date
+
+
+@dataclasses.dataclass(frozen=True)
+class LevelCount(_Result):
+    """Retries the date's transitions show at one delay level (None: a retry without a level: local resubmit,
+    orderly suspend, POP/gRPC invisible time)."""
+
+    delay_level: int | None
+    retries: int
+
+
+@dataclasses.dataclass(frozen=True)
+class GroupView(_Result):
+    consumer_group: str
+    configured: bool  # False: the group is not in the config and gets every default
+    settings: list[tuple[str, str]]  # as ``rocketmq-retry schedule`` prints them
+    expected_path: ExpectedPath
+    retries_by_level: list[LevelCount]  # on date_to
+    trend: list[DailyRate]  # the last N dates, oldest first

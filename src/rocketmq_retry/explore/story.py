@@ -1,0 +1,218 @@
+"""One message's story per consumer group: its hops with observed and expected times, the log lines behind them,
+the engine's expected path for the group (the ``schedule`` command's, not a second copy), its dead letter and
+its ledger row. Several groups give several stories, never one merged timeline (docs/reconstruction.md).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import TYPE_CHECKING, Any
+
+from rocketmq_retry import cli
+from rocketmq_retry.config import Config
+from rocketmq_retry.explore.model import (
+    DeadLetterFilter,
+    EvidenceLine,
+    ExpectedPath,
+    ExpectedStep,
+    ExploreError,
+    Hop,
+    NotFound,
+    Story,
+)
+
+if TYPE_CHECKING:
+    from rocketmq_retry.explore.warehouse import Explorer
+
+# Retries listed in a story's expected path; the schedule table's own default.
+PATH_LIMIT = 64
+# Events of a lifecycle that began before its date lie in earlier partitions: the reconstruction's look-back is
+# the longest always-failing schedule (about 4h46m on default brokers, jobs/lifecycle_schedule.py), so the day
+# before the first_seen date reaches every one.
+EVIDENCE_DAYS_BEFORE = 1
+
+
+def expected_path_of(config: Config, group: str, topic: str | None) -> ExpectedPath:
+    """What ``rocketmq-retry schedule --group G --topic T`` prints, as data (cli.schedule_rows/_settings)."""
+    from rocketmq_retry.engine import FailedDelivery, expected_path
+
+    policy = config.group_policy(group)
+    path = expected_path(
+        policy, failure=FailedDelivery(reconsume_times=0, original_topic=topic or "<topic>"), limit=cli.FOREVER_PROBE
+    )
+    rows, final = cli.schedule_rows(path, PATH_LIMIT)
+    return ExpectedPath(
+        settings=[tuple(kv) for kv in cli.schedule_settings(policy)],  # type: ignore[misc]
+        steps=[
+            ExpectedStep(
+                hop=int(r["hop"]),  # type: ignore[call-overload]
+                reconsume_times=int(r["reconsume_times"]),  # type: ignore[call-overload]
+                delay_level=None if r["delay_level"] is None else int(r["delay_level"]),  # type: ignore[call-overload]
+                delay_ms=int(r["delay_ms"]),  # type: ignore[call-overload]
+                cumulative_ms=int(r["cumulative_ms"]),  # type: ignore[call-overload]
+                topic=None if r["topic"] is None else str(r["topic"]),
+            )
+            for r in rows
+        ],
+        final=str(final["final"]),
+        final_topic=None if final["topic"] is None else str(final["topic"]),
+        deliveries=int(final["deliveries"]),  # type: ignore[call-overload]
+        text=cli.render_schedule_table(path, policy, PATH_LIMIT),
+    )
+
+
+def _utc(value: Any) -> dt.datetime | None:
+    if not isinstance(value, dt.datetime):
+        return None
+    return value.replace(tzinfo=dt.UTC) if value.tzinfo is None else value.astimezone(dt.UTC)
+
+
+def _int(value: Any) -> int | None:
+    return None if value is None else int(value)
+
+
+def _resolve(ex: Explorer, msg_id: str, dates: list[str]) -> list[str]:
+    """The msg_ids a query that is not a lifecycle's msg_id stands for, through its offset msg id."""
+    first, last = (dates[-1], dates[0]) if dates else (None, None)
+    return sorted({f.msg_id for f in ex.find(msg_id, first, last) if f.matched_by == "offset_msg_id"})
+
+
+def stories(ex: Explorer, msg_id: str, group: str | None, date_from: object, date_to: object) -> list[Story]:
+    query = (msg_id or "").strip()
+    if not query:
+        raise ExploreError("no msg_id given")
+    if len(query) > 512:
+        raise ExploreError(f"msg_id is {len(query)} characters long; no msg_id is that long")
+    first, last = ex._range(date_from, date_to)
+    dates = ex._dates_in(first, last)
+    scope = ex._scope(first, last)
+    if not dates:
+        raise NotFound(f"no reconstructed dates ({scope}) under {ex.warehouse / 'lifecycles'}")
+    group = (group or "").strip() or None
+    rows = _lifecycles(ex, [query], group, dates)
+    if not rows:
+        ids = _resolve(ex, query, dates)
+        rows = _lifecycles(ex, ids, group, dates) if ids else []
+    if not rows:
+        where = f" for group {group!r}" if group else ""
+        raise NotFound(
+            f"msg_id {query!r} not found{where} in lifecycles of {scope} under {ex.warehouse} "
+            f"(searched {len(dates)} date(s): {dates[-1]}..{dates[0]}; also as an offset msg id)"
+        )
+    newest: dict[tuple[str, str], dict[str, Any]] = {}
+    seen_on: dict[tuple[str, str], list[str]] = {}
+    for r in rows:  # newest date first
+        key = (r["consumer_group"], r["msg_id"])
+        newest.setdefault(key, r)
+        seen_on.setdefault(key, []).append(r["dt"])
+    return [_story(ex, newest[k], sorted(seen_on[k], reverse=True)) for k in sorted(newest)]
+
+
+def _lifecycles(ex: Explorer, msg_ids: list[str], group: str | None, dates: list[str]) -> list[dict[str, Any]]:
+    life, lp = ex._scan("lifecycles", dates)
+    sql = f"SELECT * FROM ({life}) WHERE list_contains(?, msg_id)"
+    params: list[Any] = [*lp, msg_ids]
+    if group:
+        sql += " AND consumer_group = ?"
+        params.append(group)
+    return ex._query(sql + " ORDER BY dt DESC, consumer_group", params)
+
+
+def _story(ex: Explorer, life: dict[str, Any], dates: list[str]) -> Story:
+    ds, group, msg_id = life["dt"], life["consumer_group"], life["msg_id"]
+    cur = ex._cursor()
+    try:
+        trans, tp = ex._scan("transitions", [ds])
+        hops = ex._query(
+            f"SELECT * FROM ({trans}) WHERE consumer_group = ? AND msg_id = ? ORDER BY hop", [*tp, group, msg_id], cur
+        )
+        dead, dp = ex._scan("dead_letters", [ds])
+        letters = ex._query(
+            f"SELECT * FROM ({dead}) WHERE consumer_group = ? AND msg_id = ?", [*dp, group, msg_id], cur
+        )
+        ids = sorted(
+            {e for h in hops for e in (h["evidence"] or [])} | {e for d in letters for e in (d["evidence"] or [])}
+        )
+        evidence: list[dict[str, Any]] = []
+        if ids:
+            start = _utc(life["first_seen"])
+            lo = (start.date() if start else dt.date.fromisoformat(ds)) - dt.timedelta(days=EVIDENCE_DAYS_BEFORE)
+            event_dates = ex._dates_in(min(lo.isoformat(), ds), ds, "events")
+            events, ep = ex._scan("events", event_dates)
+            evidence = ex._query(
+                "SELECT event_id, event_time, event_type, source, source_file, line_no, topic, reconsume_times, "
+                f"delay_level, thread, client_host, broker, detail FROM ({events}) WHERE list_contains(?, event_id) "
+                "ORDER BY event_time, source_file, line_no",
+                [*ep, ids],
+                cur,
+            )
+    finally:
+        cur.close()
+    dead_letter = None
+    if letters:
+        page = ex.dead_letters(ds, ds, DeadLetterFilter(group=group, msg_id=msg_id), 1, 1)
+        dead_letter = next((r for r in page.rows if r.msg_id == msg_id), None)
+    seen_ids: set[str] = set()
+    lines = []
+    for e in evidence:
+        if e["event_id"] in seen_ids:
+            continue
+        seen_ids.add(e["event_id"])
+        lines.append(
+            EvidenceLine(
+                event_id=e["event_id"],
+                event_time=_utc(e["event_time"]),
+                event_type=e["event_type"],
+                source=e["source"],
+                source_file=e["source_file"],
+                line_no=_int(e["line_no"]),
+                topic=e["topic"],
+                reconsume_times=_int(e["reconsume_times"]),
+                delay_level=_int(e["delay_level"]),
+                thread=e["thread"],
+                client_host=e["client_host"],
+                broker=e["broker"],
+                detail=e["detail"],
+            )
+        )
+    return Story(
+        date=ds,
+        dates=dates,
+        consumer_group=group,
+        msg_id=msg_id,
+        original_topic=life["original_topic"],
+        keys=life["keys"],
+        tags=life["tags"],
+        business_key=life["business_key"],
+        first_seen=_utc(life["first_seen"]),
+        last_seen=_utc(life["last_seen"]),
+        deliveries=_int(life["deliveries"]),
+        final_state=life["final_state"],
+        expected_final_state=life["expected_final_state"],
+        max_reconsume_times=_int(life["max_reconsume_times"]),
+        anomalies=list(life["anomalies"] or []),
+        evidence_class=life["evidence_class"],
+        attribution=list(life["attribution"] or []),
+        instances=list(life["instances"] or []),
+        hops=[
+            Hop(
+                hop=int(h["hop"]),
+                from_state=h["from_state"],
+                to_state=h["to_state"],
+                physical_topic=h["physical_topic"],
+                queue_id=_int(h["queue_id"]),
+                delay_level=_int(h["delay_level"]),
+                reconsume_times=_int(h["reconsume_times"]),
+                observed_at=_utc(h["observed_at"]),
+                expected_at=_utc(h["expected_at"]),
+                drift_ms=_int(h["drift_ms"]),
+                inferred=bool(h["inferred"]),
+                evidence=list(h["evidence"] or []),
+            )
+            for h in hops
+        ],
+        evidence=lines,
+        expected_path=expected_path_of(ex.config, group, life["original_topic"]),
+        dead_letter=dead_letter,
+        compensation=ex.ledger.record(group, msg_id),
+    )
