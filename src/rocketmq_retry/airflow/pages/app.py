@@ -158,12 +158,12 @@ def create_pages_app(
     # globals, where this local dependency does not exist.
     caller = Depends(user_dep)
 
-    def render(request: Request, template: str, status: int = 200, **context: Any) -> HTMLResponse:
+    def render(request: Request, template: str, status: int = 200, nav: str = "", **context: Any) -> HTMLResponse:
         root = request.scope.get("root_path", "").rstrip("/")
         plugin_root = root.removesuffix(OPS_ROUTE) if root.endswith(OPS_ROUTE) else URL_PREFIX
         airflow_root = plugin_root.removesuffix(URL_PREFIX)
         html = _templates.get_template(template).render(
-            base=root, docs_base=plugin_root + DOCS_ROUTE, airflow_base=airflow_root, request=request, **context
+            base=root, docs_base=plugin_root + DOCS_ROUTE, airflow_base=airflow_root, nav=nav, **context
         )
         return HTMLResponse(html, status_code=status, headers=SECURITY_HEADERS)
 
@@ -239,16 +239,12 @@ def create_pages_app(
             attribution=_choice(attribution, contract.ATTRIBUTIONS, "attribution"),
         )
 
-    def _range(date_from: str | None, date_to: str | None) -> tuple[str, str]:
+    def _range(date_from: str | None, date_to: str | None) -> tuple[str | None, str | None]:
+        """Validated bounds; an empty bound is no bound (the read layer's convention)."""
         first, last = _date(date_from, "from"), _date(date_to, "to")
-        if first and last:
-            if last < first:
-                raise HTTPException(status_code=400, detail=f"date range {first}..{last} is empty")
-            return first, last
-        dates = sorted(answer(lambda: explorer().dates()))
-        if not dates:
-            raise HTTPException(status_code=404, detail="the warehouse holds no committed date yet")
-        return first or (last if last and last < dates[0] else dates[0]), last or max(dates[-1], first or "")
+        if first and last and last < first:
+            raise HTTPException(status_code=400, detail=f"date range {first}..{last} is empty")
+        return first, last
 
     @app.get("/dead-letters", dependencies=read, response_class=HTMLResponse)
     async def dead_letters(
@@ -269,8 +265,8 @@ def create_pages_app(
         filters = _filters(group, topic, tag, key, state, attribution)
         result = answer(lambda: explorer().dead_letters(first, last, filters, page, page_size))
         form = {
-            "from": first,
-            "to": last,
+            "from": result.date_from,
+            "to": result.date_to,
             "group": group or "",
             "topic": topic or "",
             "tag": tag or "",
@@ -307,7 +303,7 @@ def create_pages_app(
         first, last = _range(date_from, date_to)
         filters = _filters(group, topic, tag, key, state, attribution)
         rows = answer(lambda: explorer().dead_letters_csv(first, last, filters))
-        name = f"dead-letters-{first}_{last}.csv"  # built from validated dates only
+        name = f"dead-letters-{first or 'first'}_{last or 'last'}.csv"  # built from validated dates only
         return StreamingResponse(
             _chunks(rows),
             media_type="text/csv; charset=utf-8",
@@ -323,11 +319,12 @@ def create_pages_app(
     ) -> HTMLResponse:
         query = q.strip()
         found: list[Any] = []
-        first = last = ""
+        first, last = _range(date_from, date_to)
         if query:
-            first, last = _range(date_from, date_to)
             found = [_plain(m) for m in answer(lambda: explorer().find(query, first, last))]
-        return render(request, "messages.html", q=query, found=found, first=first, last=last, nav="messages")
+        return render(
+            request, "messages.html", q=query, found=found, first=first or "", last=last or "", nav="messages"
+        )
 
     @app.get("/messages/{msg_id}", dependencies=read, response_class=HTMLResponse)
     def story(
@@ -340,8 +337,8 @@ def create_pages_app(
         first, last = _range(date_from, date_to)
         stories = [_plain(s) for s in answer(lambda: explorer().story(msg_id, group or None, first, last))]
         if not stories:
-            raise HTTPException(status_code=404, detail=f"no lifecycle of {msg_id!r} between {first} and {last}")
-        return render(request, "story.html", msg_id=msg_id, stories=stories, first=first, last=last, nav="messages")
+            raise HTTPException(status_code=404, detail=f"no lifecycle of {msg_id!r}")
+        return render(request, "story.html", msg_id=msg_id, stories=stories, nav="messages")
 
     @app.get("/groups", dependencies=read, response_class=HTMLResponse)
     def groups(

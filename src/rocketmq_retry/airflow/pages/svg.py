@@ -33,7 +33,7 @@ def bars(items: Sequence[tuple[str, float]], *, width: int = 420, bar_height: in
         parts.append(
             f'<text class="label" x="{label_w - 6}" y="{y + bar_height - 5}" text-anchor="end">{escape(label)}</text>'
             f'<rect class="bar" x="{label_w}" y="{y}" width="{_num(w)}" height="{bar_height}"/>'
-            f'<text class="value" x="{label_w + _num(w)}" dx="4" y="{y + bar_height - 5}">{escape(_fmt(value))}</text>'
+            f'<text class="value" x="{_num(label_w + w)}" dx="4" y="{y + bar_height - 5}">{escape(_fmt(value))}</text>'
         )
     parts.append("</svg>")
     return Markup("".join(parts))
