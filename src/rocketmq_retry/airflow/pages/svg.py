@@ -30,10 +30,13 @@ def bars(items: Sequence[tuple[str, float]], *, width: int = 420, bar_height: in
     for i, (label, value) in enumerate(items):
         y = 4 + i * (bar_height + 4)
         w = inner * (value / top) if value > 0 else 0
+        short = label if len(label) <= 22 else label[:21] + "…"  # the full name stays in the row's tooltip
         parts.append(
-            f'<text class="label" x="{label_w - 6}" y="{y + bar_height - 5}" text-anchor="end">{escape(label)}</text>'
+            f"<g><title>{escape(label)}: {escape(_fmt(value))}</title>"
+            f'<text class="label" x="{label_w - 6}" y="{y + bar_height - 5}" text-anchor="end">{escape(short)}</text>'
             f'<rect class="bar" x="{label_w}" y="{y}" width="{_num(w)}" height="{bar_height}"/>'
             f'<text class="value" x="{_num(label_w + w)}" dx="4" y="{y + bar_height - 5}">{escape(_fmt(value))}</text>'
+            "</g>"
         )
     parts.append("</svg>")
     return Markup("".join(parts))
