@@ -102,6 +102,7 @@ def test_dead_letter_filters_narrow_the_rows(client: TestClient) -> None:
     assert ids(**{"from": "2026-11-22"}) == []
     page = client.get("/dead-letters", params={"group": "order-consumer"}).text
     assert 'id="n-rows">3<' in page and "GAVE_UP" in page and "refund service unavailable" in page
+    assert '<td class="keys">ORD-2</td>' in page and "built-in method" not in page
 
 
 def test_paging(client: TestClient) -> None:
@@ -163,6 +164,7 @@ def test_story_page_has_the_timeline_evidence_and_ledger(client: TestClient) -> 
     assert "drift +34.0 s" in svg  # the late redelivery
     assert "app-1/logs/rocketmq_client.log:102" in html  # evidence line with file:line
     assert "<th>ledger state</th><td>DONE</td>" in html
+    assert "<th>tags / keys</th><td>TagX / &lt;img src=x" in html and "built-in method" not in html
 
 
 def test_groups_page_has_policy_and_trend(client: TestClient) -> None:
