@@ -58,6 +58,12 @@ def _table(rows: list[tuple[str, ...]], indent: str = "  ") -> list[str]:
     return [(indent + "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True))).rstrip() for r in rows]
 
 
+def _cited(hops: list[str] | None) -> str:
+    if not hops:
+        return "dead letter"
+    return ("hop " if len(hops) == 1 else "hops ") + ", ".join(hops)
+
+
 def render(story: Story) -> str:
     s = story
     out = [f"msg_id {s.msg_id}, consumer group {s.consumer_group} (date {s.date})"]
@@ -101,7 +107,10 @@ def render(story: Story) -> str:
 
     out += ["", "evidence lines:"]
     if s.evidence:
-        hop_of = {e: h.hop for h in s.hops for e in h.evidence}
+        hop_of: dict[str, list[str]] = {}
+        for h in s.hops:
+            for e in h.evidence:
+                hop_of.setdefault(e, []).append(str(h.hop))
         out += _table(
             [
                 (
@@ -109,7 +118,7 @@ def render(story: Story) -> str:
                     e.event_type or "-",
                     f"{e.source_file}:{e.line_no if e.line_no is not None else '?'}",
                     e.source or "-",
-                    f"hop {hop_of[e.event_id]}" if e.event_id in hop_of else "dead letter",
+                    _cited(hop_of.get(e.event_id)),
                 )
                 for e in s.evidence
             ]

@@ -12,7 +12,7 @@ import pathlib
 from collections.abc import Iterable
 from typing import Any
 
-from sqlalchemy import select, tuple_
+from sqlalchemy import func, select, tuple_
 from sqlalchemy.engine import make_url
 
 from rocketmq_retry.compensation.ledger import Ledger, resolve_ledger_url
@@ -83,6 +83,24 @@ class LedgerReader:
                 for name, value in zip(STATE_COLUMNS, row, strict=True):
                     out[name].append(_utc(value) if name == "last_attempt_at" else value)
         return out
+
+    def fingerprint(self, date_from: str, date_to: str) -> tuple[Any, ...]:
+        """What changes whenever a row of the range does: rows per state, attempts, re-drives and the latest
+        attempt and completion (every ledger transition moves one of them). One indexed aggregate, so a caller may
+        keep the rows it loaded while the fingerprint stays the same."""
+        ledger = self._open()
+        if ledger is None:
+            return ()
+        t = ledger_table.c
+        stmt = (
+            select(t.state, func.count(), func.sum(t.attempts), func.sum(t.redrives), func.max(t.last_attempt_at),
+                   func.max(t.completed_at), func.max(t.lease_expires_at))
+            .where(t.dlq_date >= date_from, t.dlq_date <= date_to)
+            .group_by(t.state)
+            .order_by(t.state)
+        )  # fmt: skip
+        with ledger.engine.connect() as conn:
+            return tuple(tuple(str(v) for v in row) for row in conn.execute(stmt))
 
     def states_of(self, keys: Iterable[tuple[str, str]]) -> dict[tuple[str, str], dict[str, Any]]:
         """STATE_COLUMNS of the rows with these (consumer_group, msg_id) keys; absent keys are absent."""

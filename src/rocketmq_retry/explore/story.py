@@ -71,10 +71,11 @@ def _int(value: Any) -> int | None:
     return None if value is None else int(value)
 
 
-def _resolve(ex: Explorer, msg_id: str, dates: list[str]) -> list[str]:
-    """The msg_ids a query that is not a lifecycle's msg_id stands for, through its offset msg id."""
-    first, last = (dates[-1], dates[0]) if dates else (None, None)
-    return sorted({f.msg_id for f in ex.find(msg_id, first, last) if f.matched_by == "offset_msg_id"})
+def _resolve(ex: Explorer, query: str, dates: list[str]) -> set[tuple[str, str]]:
+    """The (group, msg_id) lifecycles a query that is no lifecycle's msg_id stands for, through an offset msg id."""
+    return {
+        (f.consumer_group, f.msg_id) for f in ex.find(query, dates[-1], dates[0]) if f.matched_by == "offset_msg_id"
+    }
 
 
 def stories(ex: Explorer, msg_id: str, group: str | None, date_from: object, date_to: object) -> list[Story]:
@@ -91,8 +92,9 @@ def stories(ex: Explorer, msg_id: str, group: str | None, date_from: object, dat
     group = (group or "").strip() or None
     rows = _lifecycles(ex, [query], group, dates)
     if not rows:
-        ids = _resolve(ex, query, dates)
-        rows = _lifecycles(ex, ids, group, dates) if ids else []
+        pairs = _resolve(ex, query, dates)
+        rows = _lifecycles(ex, sorted({m for _, m in pairs}), group, dates) if pairs else []
+        rows = [r for r in rows if (r["consumer_group"], r["msg_id"]) in pairs]
     if not rows:
         where = f" for group {group!r}" if group else ""
         raise NotFound(
