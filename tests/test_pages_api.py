@@ -47,6 +47,12 @@ def test_landing_lists_the_committed_dates(client: TestClient) -> None:
     assert "<script" not in page.text
 
 
+def test_landing_before_the_first_run(tmp_path: pathlib.Path) -> None:
+    app = pages.create_pages_app(lambda: pages.Source(tmp_path / "not-yet", None), authenticate=False)
+    page = TestClient(app, headers={"accept": "text/html"}).get("/")
+    assert page.status_code == 200 and 'id="no-dates"' in page.text and "rocketmq_retry_daily" in page.text
+
+
 def test_overview_counts_and_links(client: TestClient) -> None:
     page = client.get(f"/runs/{DAY}")
     assert page.status_code == 200

@@ -197,7 +197,8 @@ def create_pages_app(
 
     @app.get("/", dependencies=read, response_class=HTMLResponse)
     def landing(request: Request) -> HTMLResponse:
-        dates = list(answer(lambda: explorer().dates()))
+        # Before the first run the warehouse folder does not exist yet: that is "no date", not an error.
+        dates = list(answer(lambda: explorer().dates())) if source().warehouse.is_dir() else []
         return render(request, "landing.html", dates=sorted(dates, reverse=True), nav="runs")
 
     @app.get("/static/ops.css", dependencies=read)
