@@ -52,10 +52,43 @@ def create_app(docs_dir: pathlib.Path | None = None, *, authenticate: bool = Tru
     return app
 
 
+def create_plugin_app() -> FastAPI:
+    """The Data Docs routes and the operator's pages (``airflow/pages/``) in one app under URL_PREFIX: Airflow
+    mounts each plugin app at its own prefix and the first matching mount wins, so a second app at
+    ``/rocketmq-retry/ops`` next to this one would never be reached."""
+    from rocketmq_retry.airflow.pages import OPS_ROUTE, create_pages_app
+
+    app = create_app()
+    app.mount(OPS_ROUTE, create_pages_app())
+    return app
+
+
+def _operator_views() -> list[dict[str, Any]]:
+    """The pages in Airflow's UI: a navigation entry, and a tab on each daily run that opens that run's
+    overview (the UI fills in {RUN_ID}; the page works the run's partition date out server-side)."""
+    from rocketmq_retry.airflow.pages import OPS_ROUTE
+
+    return [
+        {
+            "name": "RocketMQ retry lifecycles",
+            "href": f"{URL_PREFIX}{OPS_ROUTE}/",
+            "destination": "nav",
+            "category": "browse",
+            "url_route": "rocketmq-retry-lifecycles",
+        },
+        {
+            "name": "Retry lifecycles",
+            "href": f"{URL_PREFIX}{OPS_ROUTE}/dag-runs/{{RUN_ID}}?dag_id={{DAG_ID}}",
+            "destination": "dag_run",
+            "url_route": "rocketmq-retry-run-lifecycles",
+        },
+    ]
+
+
 class RocketMQRetryPlugin(AirflowPlugin):
     name = "rocketmq_retry"
     fastapi_apps: ClassVar[list[dict[str, Any]]] = [
-        {"app": create_app(), "url_prefix": URL_PREFIX, "name": "rocketmq-retry Data Docs"}
+        {"app": create_plugin_app(), "url_prefix": URL_PREFIX, "name": "rocketmq-retry Data Docs"}
     ]
     external_views: ClassVar[list[dict[str, Any]]] = [
         {
@@ -63,6 +96,7 @@ class RocketMQRetryPlugin(AirflowPlugin):
             "href": f"{URL_PREFIX}{DOCS_ROUTE}/index.html",
             "destination": "nav",
             "category": "browse",
-        }
+        },
+        *_operator_views(),
     ]
     operator_extra_links: ClassVar[list[Any]] = [DataDocsLink()]

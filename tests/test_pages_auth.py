@@ -1,0 +1,198 @@
+"""The operator's pages inside the real api-server app (``airflow.api_fastapi.main``, plugins loaded from
+plugins/, a real metadata database), with tokens minted by Airflow's own auth manager: no token is refused,
+a viewer reads but cannot re-drive, a user re-drives through Airflow's API and the run is recorded under their
+name with an audit log entry, and the CSRF guard refuses forged or foreign requests. The daily run's tab
+finds the run's date."""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+
+import test_pages_support as lit
+from conftest import ROOT
+
+pytestmark = [pytest.mark.airflow]
+OPS = "/rocketmq-retry/ops"
+DAY = lit.DAY
+GET_PAGES = [
+    "/",
+    f"/runs/{DAY}",
+    "/dead-letters",
+    "/dead-letters.csv",
+    "/messages?q=ORD-1",
+    f"/messages/{lit.PLAIN}0",
+    "/groups",
+    "/static/ops.css",
+    "/dag-runs/x",
+]
+
+
+@pytest.fixture(scope="module")
+def api(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TestClient]:
+    from airflow.dag_processing.bundles.manager import DagBundlesManager
+    from airflow.dag_processing.dagbag import BundleDagBag, sync_bag_to_db
+    from airflow.utils import db
+
+    warehouse, config = lit.build(tmp_path_factory.mktemp("auth"))
+    env = {"ROCKETMQ_RETRY_WAREHOUSE_ROOT": str(warehouse), "ROCKETMQ_RETRY_CONFIG": str(config)}
+    saved = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
+    db.initdb()
+    # The two DAGs in the metadata database, as the dag-processor would put them there.
+    manager = DagBundlesManager()
+    manager.sync_bundles_to_db()
+    bundle = next(b for b in manager.get_all_dag_bundles() if b.name == "dags-folder")
+    bundle.initialize()
+    bag = BundleDagBag(dag_folder=str(ROOT / "dags"), bundle_path=bundle.path, bundle_name=bundle.name)
+    assert bag.import_errors == {}
+    sync_bag_to_db(bag, bundle.name, None)
+    from airflow.api_fastapi.main import app
+
+    yield TestClient(app)
+    for key, value in saved.items():
+        if value is None:
+            os.environ.pop(key, None)
+        else:
+            os.environ[key] = value
+
+
+def _token(name: str, role: str) -> str:
+    from airflow.api_fastapi.app import get_auth_manager
+    from airflow.api_fastapi.auth.managers.simple.user import SimpleAuthManagerUser
+
+    return get_auth_manager().generate_jwt(SimpleAuthManagerUser(username=name, role=role))
+
+
+def _auth(name: str, role: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {_token(name, role)}", "accept": "text/html"}
+
+
+def test_no_token_no_page(api: TestClient) -> None:
+    for url in [*GET_PAGES]:
+        assert api.get(OPS + url).status_code == 401, url
+    assert api.post(OPS + "/redrive", data={"selected": "x"}).status_code == 401
+    forged = {"Authorization": "Bearer not-a-jwt"}
+    assert api.get(OPS + "/dead-letters", headers=forged).status_code == 403
+
+
+def test_viewer_reads_but_cannot_redrive(api: TestClient) -> None:
+    viewer = _auth("vera", "viewer")
+    page = api.get(f"{OPS}/runs/{DAY}", headers=viewer)
+    assert page.status_code == 200 and 'id="n-lifecycles">6<' in page.text
+    # Inside Airflow the pages link the plugin's own Data Docs and their own prefix.
+    assert 'href="/rocketmq-retry/data-docs/index.html"' in page.text
+    assert f'href="{OPS}/dead-letters?from={DAY}&amp;to={DAY}"' in page.text
+    letters = api.get(f"{OPS}/dead-letters", headers=viewer).text
+    assert 'name="selected"' not in letters and 'id="redrive"' not in letters
+    # The session cookie the UI sets works as well as a bearer token.
+    api.cookies.set("_token", _token("vera", "viewer"))
+    try:
+        assert api.get(f"{OPS}/groups").status_code == 200
+    finally:
+        api.cookies.clear()
+    refused = api.post(f"{OPS}/redrive", headers=viewer, data={"selected": "x"})
+    assert refused.status_code == 403
+
+
+def _form(api: TestClient, headers: dict[str, str]) -> tuple[str, list[str]]:
+    html = api.get(f"{OPS}/dead-letters", headers=headers).text
+    token = re.search(r'name="csrf_token" value="([^"]+)"', html)
+    assert token is not None
+    values = [
+        v.replace("&#34;", '"').replace("&lt;", "<").replace("&gt;", ">").replace("&#39;", "'").replace("&amp;", "&")
+        for v in re.findall(r'name="selected" value="([^"]+)"', html)
+    ]
+    return token.group(1), values
+
+
+def test_redrive_is_guarded_against_csrf(api: TestClient) -> None:
+    bob = _auth("bob", "user")
+    token, values = _form(api, bob)
+    assert len(values) == 3  # only the GAVE_UP rows can be chosen; DONE rows never
+    own = {**bob, "origin": "http://testserver"}
+    assert api.post(f"{OPS}/redrive", headers=own, data={"selected": values}).status_code == 403
+    other = guard_token_for("ana")
+    assert api.post(f"{OPS}/redrive", headers=own, data={"csrf_token": other, "selected": values}).status_code == 403
+    foreign = {**bob, "origin": "http://127.0.0.1:9999"}
+    answer = api.post(f"{OPS}/redrive", headers=foreign, data={"csrf_token": token, "selected": values})
+    assert answer.status_code == 403
+    assert _redrive_runs() == []
+
+
+def guard_token_for(user: str) -> str:
+    from rocketmq_retry.airflow.pages import guard
+
+    return guard.csrf_token(user)
+
+
+def _redrive_runs() -> list[Any]:
+    from airflow.models.dagrun import DagRun
+    from airflow.utils.session import create_session
+    from sqlalchemy import select
+
+    with create_session() as session:
+        runs = session.scalars(select(DagRun).where(DagRun.dag_id == "rocketmq_retry_redrive")).all()
+        return [(r.run_id, r.triggering_user_name, r.conf) for r in runs]
+
+
+def test_user_redrives_through_airflows_api_audited(api: TestClient) -> None:
+    from airflow.models.log import Log
+    from airflow.utils.session import create_session
+    from sqlalchemy import select
+
+    bob = _auth("bob", "user")
+    token, values = _form(api, bob)
+    answer = api.post(
+        f"{OPS}/redrive", headers={**bob, "origin": "http://testserver"}, data={"csrf_token": token, "selected": values}
+    )
+    assert answer.status_code == 200, answer.text
+    runs = _redrive_runs()
+    assert len(runs) == 1
+    run_id, user, conf = runs[0]
+    assert user == "bob"
+    assert conf == {
+        "msg_ids": [f"{lit.PLAIN}{i}" for i in range(3)],
+        "consumer_group": "order-consumer",
+        "date_from": DAY,
+        "date_to": DAY,
+    }
+    assert f'href="/dags/rocketmq_retry_redrive/runs/{run_id.replace("+", "%2B").replace(":", "%3A")}"' in answer.text
+    with create_session() as session:
+        audit = session.scalars(
+            select(Log).where(Log.dag_id == "rocketmq_retry_redrive", Log.event == "trigger_dag_run")
+        ).all()
+        assert [entry.owner for entry in audit] == ["bob"]
+
+
+def test_daily_run_tab_opens_the_runs_overview(api: TestClient) -> None:
+    bob = _auth("bob", "user")
+    created = api.post(
+        "/api/v2/dags/rocketmq_retry_daily/dagRuns",
+        headers=bob,
+        json={"logical_date": f"{DAY}T00:00:00+00:00", "dag_run_id": "manual__tab"},
+    )
+    assert created.status_code == 200, created.text
+    tab = api.get(
+        f"{OPS}/dag-runs/manual__tab", params={"dag_id": "rocketmq_retry_daily"}, headers=bob, follow_redirects=False
+    )
+    assert tab.status_code == 303 and tab.headers["location"] == f"{OPS}/runs/{DAY}"
+    other = api.get(f"{OPS}/dag-runs/manual__tab", params={"dag_id": "rocketmq_retry_redrive"}, headers=bob)
+    assert other.status_code == 404
+    assert api.get(f"{OPS}/dag-runs/nope", headers=bob).status_code == 404
+
+
+def test_plugin_registers_nav_entry_and_run_tab(api: TestClient) -> None:
+    plugins = api.get("/api/v2/plugins", headers=_auth("vera", "viewer")).json()["plugins"]
+    views = next(p for p in plugins if p["name"] == "rocketmq_retry")["external_views"]
+    by_name = {v["name"]: v for v in views}
+    assert by_name["RocketMQ retry lifecycles"]["href"] == f"{OPS}/"
+    assert by_name["RocketMQ retry lifecycles"]["destination"] == "nav"
+    tab = by_name["Retry lifecycles"]
+    assert tab["destination"] == "dag_run" and tab["href"] == f"{OPS}/dag-runs/{{RUN_ID}}?dag_id={{DAG_ID}}"
+    assert "RocketMQ retry Data Docs" in by_name  # the Data Docs entry stays
