@@ -7,15 +7,17 @@ a user allowed to read the DAG.
 
 from __future__ import annotations
 
+import html
 import pathlib
+import re
 from typing import Any, ClassVar
 
 from airflow.plugins_manager import AirflowPlugin
 from fastapi import Depends, FastAPI, HTTPException
-from fastapi.responses import FileResponse, RedirectResponse
+from fastapi.responses import FileResponse, HTMLResponse, RedirectResponse, Response
 
 from rocketmq_retry.airflow.dag_parts import DAG_ID
-from rocketmq_retry.airflow.links import DOCS_ROUTE, URL_PREFIX, DataDocsLink
+from rocketmq_retry.airflow.links import DOCS_ROUTE, URL_PREFIX, DataDocsLink, run_url
 from rocketmq_retry.validation.docs_safety import SECURITY_HEADERS
 
 
@@ -31,6 +33,36 @@ def _require_dag_read() -> Any:
     return requires_access_dag("GET", param_dag_id=DAG_ID)
 
 
+_RUN_PAGE = re.compile(r"runs/dt=(\d{4}-\d{2}-\d{2})\.html")
+
+
+def _not_yet_page(root: pathlib.Path, ds: str | None) -> str:
+    """What the Browse entry (before any run) or a run's button (before its validation wrote a page) opens instead of
+    a bare 404: what to run, and where the pages will be. Every value is escaped (the folder comes from config)."""
+    esc = html.escape
+    what = (
+        f"The date {esc(ds)} has no validation pages yet: its <code>validate</code> task has not finished, or it "
+        "failed before writing them (its log says why). Clear the task to run it again."
+        if ds
+        else "No validation has run yet in this deployment, so there are no Data Docs to show."
+    )
+    overview = f'<p><a href="{esc(run_url(ds), quote=True)}">Run overview of {esc(ds)}</a></p>' if ds else ""
+    return (
+        "<!doctype html><html><head><meta charset='utf-8'><title>RocketMQ retry Data Docs</title></head><body>"
+        f"<h1>RocketMQ retry Data Docs</h1><p>{what}</p>"
+        "<h2>How to get them</h2><ul>"
+        "<li>From a checkout: <code>make demo</code> runs ingest, reconstruct and validate on the committed example "
+        "day.</li>"
+        "<li>In Airflow: trigger the DAG <code>rocketmq_retry_daily</code> (or backfill a date range); its "
+        "<code>validate</code> task writes the pages and its <b>Data Docs</b> button opens the run's page.</li>"
+        "<li>Without Airflow: <code>rocketmq-retry validate --date YYYY-MM-DD --warehouse WH</code>.</li></ul>"
+        f"<h2>Where they appear</h2><p>This page, once written: <code>index.html</code> in the Data Docs folder "
+        f"<code>{esc(str(root))}</code> (the <code>validation.context_root</code> setting, "
+        "<code>$ROCKETMQ_RETRY_GX_ROOT</code>), one page per date under <code>runs/</code>.</p>"
+        f"{overview}</body></html>"
+    )
+
+
 def create_app(docs_dir: pathlib.Path | None = None, *, authenticate: bool = True) -> FastAPI:
     app = FastAPI(title="rocketmq-retry", docs_url=None, redoc_url=None, openapi_url=None)
     dependencies = [Depends(_require_dag_read())] if authenticate else []
@@ -40,11 +72,16 @@ def create_app(docs_dir: pathlib.Path | None = None, *, authenticate: bool = Tru
         return RedirectResponse(f"{URL_PREFIX}{DOCS_ROUTE}/index.html")
 
     @app.get(DOCS_ROUTE + "/{page:path}", dependencies=dependencies)
-    def docs_page(page: str) -> FileResponse:
+    def docs_page(page: str) -> Response:
         root = (docs_dir or _docs_dir()).resolve()
         target = (root / page).resolve()
         # resolve() then a parent check: neither '..' nor a symlink may leave the Data Docs folder.
         if root not in target.parents or not target.is_file():
+            run_page = _RUN_PAGE.fullmatch(page)
+            if page == "index.html" or run_page:
+                return HTMLResponse(
+                    _not_yet_page(root, run_page.group(1) if run_page else None), headers=SECURITY_HEADERS
+                )
             raise HTTPException(status_code=404, detail="not found")
         # The pages show values from logs: CSP sandbox + no foreign or inline script (validation/docs_safety.py).
         return FileResponse(target, headers=SECURITY_HEADERS)

@@ -30,6 +30,51 @@ DATASOURCE = "warehouse"
 BATCH_DEFINITION = "partition"
 DOCS_SITE = "local_site"
 
+_DOCS = "rocketmq_retry.validation.docs_site"
+# GX's site builder with this project's renderers and views (validation/docs_site.py): pages that load nothing from
+# the internet, statuses and severities in words, example rows, links to the run's pages.
+DOCS_SITE_CONFIG: dict[str, Any] = {
+    "class_name": "SiteBuilder",
+    "show_how_to_buttons": False,
+    "store_backend": {
+        "class_name": "TupleFilesystemStoreBackend",
+        "base_directory": "uncommitted/data_docs/local_site/",
+    },
+    "site_index_builder": {
+        "class_name": "DefaultSiteIndexBuilder",
+        "show_cta_footer": False,
+        "renderer": {"module_name": _DOCS, "class_name": "OperatorIndexPageRenderer"},
+        "view": {"module_name": _DOCS, "class_name": "OfflineIndexPageView"},
+    },
+    "site_section_builders": {
+        "expectations": {"view": {"module_name": _DOCS, "class_name": "OfflinePageView"}},
+        "validations": {
+            "renderer": {"module_name": _DOCS, "class_name": "OperatorValidationPageRenderer"},
+            "view": {"module_name": _DOCS, "class_name": "OfflinePageView"},
+        },
+        "profiling": "None",  # no profiling here; GX's default section would bring its CDN templates back
+    },
+}
+
+# The columns that name a failing row in each table, so a failing column expectation lists which messages failed
+# (GX's unexpected_index_column_names); unattributed rows have no message, their source file and type say enough.
+INDEX_COLUMNS = {
+    "events": ["event_id", "consumer_group", "msg_id"],
+    "transitions": ["consumer_group", "msg_id", "hop"],
+    "lifecycles": ["consumer_group", "msg_id"],
+    "dead_letters": ["consumer_group", "msg_id"],
+    "unattributed": ["source_file", "event_type"],
+}
+
+
+def result_format(table: str) -> dict[str, Any]:
+    return {
+        "result_format": "SUMMARY",
+        "partial_unexpected_count": 20,
+        "unexpected_index_column_names": INDEX_COLUMNS[table],
+        "return_unexpected_index_query": False,
+    }
+
 
 def validation_definition_name(table: str) -> str:
     return f"rocketmq_retry_{table}_partition"
@@ -83,6 +128,12 @@ def open_project(config: Config, settings: ValidationSettings) -> gx.data_contex
     root = settings.gx_root
     _seed(root)
     context = gx.get_context(mode="file", project_root_dir=str(root))
+    if (context.variables.data_docs_sites or {}).get(DOCS_SITE) != DOCS_SITE_CONFIG:
+        # A project seeded before the offline Data Docs: its site still names GX's CDN templates.
+        sites = dict(context.variables.data_docs_sites or {})
+        sites[DOCS_SITE] = DOCS_SITE_CONFIG
+        context.variables.data_docs_sites = sites
+        context.variables.save()
 
     datasource = _get_or_none(context.data_sources.get, DATASOURCE) or context.data_sources.add_spark(name=DATASOURCE)
     for table in TABLES:
@@ -120,11 +171,13 @@ def open_project(config: Config, settings: ValidationSettings) -> gx.data_contex
                     name=checkpoint_name(table),
                     validation_definitions=[vd],
                     actions=[],
-                    result_format={"result_format": "SUMMARY", "partial_unexpected_count": 20},
+                    result_format=result_format(table),
                 )
             )
-        elif checkpoint.actions:  # a project created before the pages were escaped
+        elif checkpoint.actions or checkpoint.result_format != result_format(table):
+            # A project created before the pages were escaped, or before they listed example rows.
             checkpoint.actions = []
+            checkpoint.result_format = result_format(table)
             checkpoint.save()
     return context
 

@@ -15,6 +15,7 @@ import html
 import json
 import os
 import pathlib
+import shutil
 import sys
 import urllib.parse
 from collections.abc import Sequence
@@ -160,6 +161,9 @@ def _validate_frames(
                     )
                 )
     summary.success = not summary.critical_failures
+    # GX copies its own static/ folder into the site on every build; no page of ours uses it (validation/docs_site.py)
+    # and its stylesheet names a logo on a foreign server, so the plugin would serve a file that points outside.
+    shutil.rmtree(settings.docs_dir / "static", ignore_errors=True)
     summary.docs_index = str(settings.docs_dir / "index.html")
     summary.docs_page = _write_run_page(settings.docs_dir, summary)
     return summary
@@ -170,7 +174,10 @@ def run_page_path(docs_dir: pathlib.Path, ds: str) -> pathlib.Path:
 
 
 def _write_run_page(docs_dir: pathlib.Path, summary: ValidationSummary) -> str:
-    """One page per date linking its three validation pages: what the Airflow extra link opens."""
+    """One page per date linking its validation pages and the operator's overview of the date: what the Airflow
+    extra link opens."""
+    from rocketmq_retry.airflow.links import run_url
+
     page = run_page_path(docs_dir, summary.ds)
     page.parent.mkdir(parents=True, exist_ok=True)
     status = "passed" if summary.success else "FAILED (critical)"
@@ -189,7 +196,8 @@ def _write_run_page(docs_dir: pathlib.Path, summary: ValidationSummary) -> str:
         f"<title>rocketmq-retry validation dt={html.escape(summary.ds)}</title></head><body>"
         f"<h1>Validation of dt={html.escape(summary.ds)}: {status}</h1>"
         f"<p>{len(summary.critical_failures)} critical failure(s), {len(summary.warning_failures)} warning(s).</p>"
-        f"<ul>{''.join(items)}</ul><p><a href='../index.html'>All Data Docs</a></p></body></html>"
+        f"<ul>{''.join(items)}</ul><p><a href='{html.escape(run_url(summary.ds), quote=True)}'>Run overview of "
+        f"{html.escape(summary.ds)}</a> · <a href='../index.html'>All Data Docs</a></p></body></html>"
     )
     tmp = page.with_suffix(".tmp")
     tmp.write_text(body, encoding="utf-8")

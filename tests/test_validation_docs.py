@@ -1,0 +1,136 @@
+"""The Data Docs a reviewer reads: a real site built by one small validation run (real GE, real Spark), checked as
+files here and in Debian's headless Chromium in test_validation_docs_browser.py. Nothing in it may come from the
+internet, each expectation says its status and severity in words, a failing one lists example rows whose msg_id
+links to the operator's message page, and the pages link each other by run date."""
+
+from __future__ import annotations
+
+import html
+import pathlib
+import re
+import shutil
+from typing import Any
+
+import pytest
+
+from conftest import ROOT
+from test_validation_suites import DS, HOSTILE, good_rows, write_warehouse
+
+FOREIGN_URL = re.compile(r"""(?:https?:)?//(?!127\.0\.0\.1[:/])[A-Za-z0-9.-]+""")
+
+
+def build_site(spark: Any, base: pathlib.Path) -> tuple[Any, pathlib.Path]:
+    """One validation run over a partition with a critical failure (an unknown final state, one of them on a message
+    whose id is markup) and a warning (a message in %DLQ% after one retry)."""
+    from rocketmq_retry.config import Config
+    from rocketmq_retry.validation.run import validate_partition
+    from rocketmq_retry.validation.settings import ValidationSettings
+
+    root = base / "expectations"
+    shutil.copytree(ROOT / "expectations", root, ignore=shutil.ignore_patterns("uncommitted"))
+    tables = good_rows()
+    tables["lifecycles"][0]["final_state"] = "LOST"
+    tables["lifecycles"].append({**tables["lifecycles"][0], "msg_id": HOSTILE, "consumer_group": "GID_a&b"})
+    tables["transitions"].extend(
+        {"consumer_group": "GID_orders", "msg_id": "M3", "hop": h, "from_state": "X", "to_state": "X",
+         "observed_at": tables["transitions"][0]["observed_at"], "reconsume_times": h, "physical_topic": topic}
+        for h, topic in ((0, "orders"), (1, "%RETRY%GID_orders"), (2, "%DLQ%GID_orders"))
+    )  # fmt: skip
+    warehouse = base / "warehouse"
+    write_warehouse(spark, warehouse, tables)
+    summary = validate_partition(DS, str(warehouse), Config(), ValidationSettings(context_root=str(root)), spark)
+    return summary, root / "gx" / "uncommitted" / "data_docs" / "local_site"
+
+
+@pytest.fixture(scope="module")
+def site(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> tuple[Any, pathlib.Path]:
+    return build_site(spark, tmp_path_factory.mktemp("docs-site"))
+
+
+def _expectation(page: str, marker: str) -> str:
+    """The markup of one expectation's row: from ``marker`` (in its Status cell) up to the next row's Status cell."""
+    start = page.index(marker)
+    end = page.find('<span class="rr-status', start + len(marker))
+    return page[start : end if end > 0 else len(page)]
+
+
+FAILED = '<span class="rr-status rr-failed">Failed</span> <span class="rr-severity'
+SUCCESS = '<span class="rr-status rr-success">Success</span> <span class="rr-severity'
+
+
+@pytest.mark.spark
+def test_no_page_or_stylesheet_names_anything_outside_the_server(site: tuple[Any, pathlib.Path]) -> None:
+    _, docs = site
+    served = [p for p in docs.rglob("*") if p.suffix in {".html", ".css", ".js", ".svg"}]
+    assert len(served) >= 10
+    for path in served:
+        text = path.read_text(errors="replace")
+        assert not FOREIGN_URL.findall(text), (path, FOREIGN_URL.findall(text)[:5])
+        assert "<script" not in text, path  # no script at all: no CDN, nothing inline
+        assert "fa-check-circle" not in text and "fa-times" not in text, path  # no icon font glyph for a status
+
+
+@pytest.mark.spark
+def test_the_index_lists_every_run_with_its_status_and_pages(site: tuple[Any, pathlib.Path]) -> None:
+    _, docs = site
+    index = (docs / "index.html").read_text()
+    row = index[index.index(f"<tr><td>{DS}</td>") :]
+    row = row[: row.index("</tr>")]
+    assert '<span class="rr-status rr-failed">Failed</span>' in row
+    assert f'href="runs/dt={DS}.html"' in row and f'href="/rocketmq-retry/ops/runs/{DS}"' in row
+    for table in ("events", "transitions", "lifecycles", "dead_letters", "unattributed"):
+        assert f">{table}</a>" in row
+    assert (docs / f"runs/dt={DS}.html").is_file()
+    assert f"href='/rocketmq-retry/ops/runs/{DS}'" in (docs / f"runs/dt={DS}.html").read_text()
+
+
+@pytest.mark.spark
+def test_a_failing_expectation_says_so_in_words_with_its_severity_and_example_rows(
+    site: tuple[Any, pathlib.Path],
+) -> None:
+    summary, _ = site
+    page = pathlib.Path(summary.validation_pages["lifecycles"]).read_text()
+    assert page.count(FAILED) == 1 and page.count(SUCCESS) >= 8
+    row = _expectation(page, FAILED)
+    assert row.startswith(FAILED + ' rr-critical">critical</span>')
+    assert "2 unexpected row(s)" in row
+    # msg_id linked to the message page, consumer group and the offending value beside it
+    assert '<a class="rr-msg" href="/rocketmq-retry/ops/messages/M1?group=GID_orders">M1</a>' in row
+    assert "<td>GID_orders</td><td>LOST</td>" in row
+    # a msg_id that is markup: percent-encoded in the link, text on the page, never an element
+    hostile = html.escape(HOSTILE, quote=True)
+    link = "/rocketmq-retry/ops/messages/%3Cimg%20src%3Dx%20onerror%3Dalert%281%29%3E?group=GID_a%26b"
+    assert f'href="{link}">{hostile}</a></td><td>GID_a&amp;b</td>' in row
+    assert HOSTILE not in page and "&amp;lt;" not in page
+    assert f'href="../../../../runs/dt={DS}.html"' in page and f'href="/rocketmq-retry/ops/runs/{DS}"' in page
+
+
+@pytest.mark.spark
+def test_a_failing_row_query_says_its_warning_severity_and_labels_its_count(site: tuple[Any, pathlib.Path]) -> None:
+    summary, _ = site
+    page = pathlib.Path(summary.validation_pages["transitions"]).read_text()
+    row = _expectation(page, FAILED + ' rr-warning">warning</span>')
+    # GX returns a row query's rows only under result_format COMPLETE; under SUMMARY the count is labelled.
+    assert '<p class="rr-caption">1 unexpected row(s)</p>' in row
+
+
+@pytest.mark.spark
+@pytest.mark.browser
+def test_the_site_in_a_browser_with_the_network_off(site: tuple[Any, pathlib.Path], tmp_path: pathlib.Path) -> None:
+    """Index and a validation page, served by the plugin, rendered by Chromium with every lookup but 127.0.0.1's
+    failing: the list of runs is there, statuses and severities in words, the example rows with their links, and
+    no request went anywhere but the plugin."""
+    from test_docs_browser import _dom, requested_urls, serve
+
+    summary, docs = site
+    page = pathlib.Path(summary.validation_pages["lifecycles"]).relative_to(docs).as_posix()
+    with serve(docs) as url:
+        index = _dom(f"{url}/data-docs/index.html", tmp_path / "p1", net_log=tmp_path / "index.json")
+        lifecycles = _dom(f"{url}/data-docs/{page}", tmp_path / "p2", net_log=tmp_path / "page.json")
+    for log in ("index.json", "page.json"):
+        assert {u for u in requested_urls(tmp_path / log) if not u.startswith(url)} == set(), log
+    assert f"<td>{DS}</td>" in index and ">Failed</span>" in index and f'href="runs/dt={DS}.html"' in index
+    assert ">lifecycles</a>" in index
+    assert FAILED + ' rr-critical">critical</span>' in lifecycles
+    assert '<a class="rr-msg" href="/rocketmq-retry/ops/messages/M1?group=GID_orders">M1</a>' in lifecycles
+    assert "&lt;img src=x onerror=alert(1)&gt;</a>" in lifecycles and "<img src" not in lifecycles
