@@ -26,12 +26,11 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response, Streamin
 
 from rocketmq_retry import contract
 from rocketmq_retry.airflow.dag_parts import DAG_ID
-from rocketmq_retry.airflow.links import DOCS_ROUTE, URL_PREFIX
+from rocketmq_retry.airflow.links import DOCS_ROUTE, OPS_ROUTE, URL_PREFIX
 from rocketmq_retry.airflow.pages import guard, svg
 from rocketmq_retry.dates import DateError, partition_date
 from rocketmq_retry.errors import UserError
 
-OPS_ROUTE = "/ops"  # under URL_PREFIX: the pages live at /rocketmq-retry/ops/...
 PAGE_SIZE = 100
 MAX_PAGE_SIZE = 1000
 MAX_REDRIVE = 1000  # rows one form may re-drive; bigger re-drives go by date range in the DAG's own form
