@@ -68,3 +68,25 @@ def spark() -> Iterator[object]:
     # py4j logs "Closing down clientserver connection" from __del__ at interpreter exit, after pytest closed
     # the stream it captured: a "--- Logging error ---" traceback under a green run.
     logging.getLogger("py4j").setLevel(logging.WARNING)
+
+
+@pytest.fixture(scope="session")
+def example_day(spark: object, tmp_path_factory: pytest.TempPathFactory) -> pathlib.Path:
+    """The committed example day (examples/landing, 2026-11-20) ingested, reconstructed and compensated with
+    examples/rocketmq-retry.yaml, built once per run for the tests that only read it (the read layer, the pages):
+    each build is a whole ingest + reconstruction. Tests must not write into it."""
+    from rocketmq_retry.cli import main as rocketmq_retry
+
+    warehouse = tmp_path_factory.mktemp("example-day") / "warehouse"
+    common = [
+        "--date",
+        "2026-11-20",
+        "--warehouse",
+        str(warehouse),
+        "--config",
+        str(ROOT / "examples" / "rocketmq-retry.yaml"),
+    ]
+    assert rocketmq_retry(["ingest", *common, "--landing", str(ROOT / "examples" / "landing")]) == 0
+    assert rocketmq_retry(["reconstruct", *common]) == 0
+    assert rocketmq_retry(["compensate", *common, "--run-id", "scheduled__2026-11-20"]) == 0
+    return warehouse

@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import pathlib
 from collections.abc import Iterator
-from typing import Any
 
 import pytest
 
@@ -24,20 +23,8 @@ MSG = "0A000229645E6A11028F62C88B210001"
 
 
 @pytest.fixture(scope="module")
-def warehouse(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> pathlib.Path:
-    from rocketmq_retry.jobs import ingest, reconstruct
-
-    wh = tmp_path_factory.mktemp("example") / "wh"
-    common = ["--date", DS, "--warehouse", str(wh), "--config", str(CONFIG)]
-    assert ingest.main([*common, "--landing", str(ROOT / "examples" / "landing")]) == 0
-    assert reconstruct.main(common) == 0
-    assert rocketmq_retry(["compensate", *common]) == 0
-    return wh
-
-
-@pytest.fixture(scope="module")
-def ex(warehouse: pathlib.Path) -> Iterator[Explorer]:
-    with open_warehouse(warehouse, CONFIG) as explorer:
+def ex(example_day: pathlib.Path) -> Iterator[Explorer]:
+    with open_warehouse(example_day, CONFIG) as explorer:
         yield explorer
 
 

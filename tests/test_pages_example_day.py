@@ -11,7 +11,6 @@ import re
 import threading
 import time
 from collections.abc import Iterator
-from typing import Any
 
 import pytest
 
@@ -27,19 +26,12 @@ LETTER = "0A00022E651B0275A43862CED3300001"
 
 
 @pytest.fixture(scope="module")
-def server(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+def server(example_day: pathlib.Path) -> Iterator[str]:
     import uvicorn
 
     from rocketmq_retry.airflow.pages import app as pages
-    from rocketmq_retry.compensation.batches import compensate_batch, plan_batches
-    from rocketmq_retry.jobs import ingest, reconstruct
 
-    warehouse = tmp_path_factory.mktemp("example") / "warehouse"
-    common = ["--date", DAY, "--warehouse", str(warehouse), "--config", str(CONFIG)]
-    assert ingest.main([*common, "--landing", str(ROOT / "examples" / "landing")]) == 0
-    assert reconstruct.main(common) == 0
-    for batch in plan_batches(DAY, warehouse, CONFIG):
-        compensate_batch(batch, "scheduled__2026-11-20", str(CONFIG))
+    warehouse = example_day
     app = pages.create_pages_app(lambda: pages.Source(warehouse, CONFIG), authenticate=False)
     port = _free_port()
     srv = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
