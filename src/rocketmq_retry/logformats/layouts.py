@@ -98,11 +98,25 @@ def render_client_5x(
 # rmq.broker.logback.xml / logback_broker.xml: %d{yyy-MM-dd HH:mm:ss,GMT+8} %p %t - %m%n (§6.1).
 BROKER_PATTERN = "%d{yyy-MM-dd HH:mm:ss,GMT+8} %p %t - %m%n"
 BROKER_LINE_ENDING = LF
-# Level and thread are optional, as for the parser (jobs/ingest_screen.RX_BROKER): stats.log drops the thread, the
-# watermark/protection appenders drop the level too.
-BROKER_LINE_RE = (
-    r"^(?P<ts>" + BROKER_TS.regex + r")(?: (?P<level>" + LEVELS + r"))?(?: (?P<thread>\S+))? - (?P<msg>.*)$"
-)
+
+
+def _broker_line(named: bool) -> str:
+    """The broker files' line: level and thread are optional (stats.log drops the thread, the watermark/protection
+    appenders drop the level too). One spelling for both readers: ``named`` gives Python's named groups (the
+    simulator's checks), else numbered groups (the parser's Java regex)."""
+
+    def group(name: str, rx: str) -> str:
+        return f"(?P<{name}>{rx})" if named else f"({rx})"
+
+    return (
+        "^" + group("ts", BROKER_TS.regex) + "(?: " + group("level", LEVELS) + ")?(?: " + group("thread", r"\S+")
+        + ")? - " + group("msg", ".*") + "$"
+    )  # fmt: skip
+
+
+# The parser's broker head (jobs/ingest_screen.RX_BROKER is its part before " - ") and the simulator-side form.
+BROKER_HEAD = _broker_line(named=False)
+BROKER_LINE_RE = _broker_line(named=True)
 
 
 def render_broker(ts: str, level: str, thread: str, message: str, throwable: Sequence[str] = ()) -> str:
@@ -113,7 +127,9 @@ def render_broker(ts: str, level: str, thread: str, message: str, throwable: Seq
 
 
 # --- broker-stats (stats.log) -------------------------------------------------------------------------------
-# RocketmqStats appender: %d{yyy-MM-dd HH:mm:ss,GMT+8} %p - %m%n (no thread, §6.1).
+# RocketmqStats appender: %d{yyy-MM-dd HH:mm:ss,GMT+8} %p - %m%n (no thread, §6.1). The parser reads these lines
+# with BROKER_HEAD; STATS_LINE_RE is the appender's own, narrower layout (level required, no thread), and
+# tests/test_logformats_grammar.py checks that BROKER_HEAD reads every line it accepts to the same fields.
 STATS_PATTERN = "%d{yyy-MM-dd HH:mm:ss,GMT+8} %p - %m%n"
 STATS_LINE_RE = r"^(?P<ts>" + BROKER_TS.regex + r") (?P<level>" + LEVELS + r") - (?P<msg>.*)$"
 
