@@ -20,7 +20,7 @@ from collections.abc import Callable
 from functools import reduce
 from typing import TYPE_CHECKING
 
-from pyspark.sql import Column, Window
+from pyspark.sql import Column, Window, WindowSpec
 from pyspark.sql import functions as F
 
 from rocketmq_retry import contract
@@ -54,24 +54,9 @@ EVENT_FIELDS: tuple[tuple[str, str], ...] = (
 EVENT_STRUCT_DDL = "struct<" + ",".join(f"{n}:{t}" for n, t in EVENT_FIELDS) + ">"
 BAD_STRUCT_DDL = "struct<rec:int,raw:string,reason:string>"
 EVENT_COLUMNS = contract.columns("events")
-# Event types that are about one consumer group: a row of these without a group is "unattributed" (DESIGN §6).
-GROUP_EVENTS = (
-    "DELIVERED",
-    "CONSUME_OK",
-    "CONSUME_FAILED",
-    "CONSUME_TIMEOUT",
-    "SEND_BACK",
-    "SEND_BACK_FAILED",
-    "LOCAL_RETRY",
-    "ORDERLY_SUSPENDED",
-    "BROADCAST_DROPPED",
-    "POP_DROPPED",
-    "DEAD_LETTERED",
-    "RETRY_ENQUEUED",
-    "DIRECT_CONSUME",
-)
-# Per-minute counters of a group (broker stats.log, 5.x broker_default.log, the client's own stats lines)
-COUNTER_EVENTS = ("SEND_BACK_COUNT", "DLQ_COUNT", "DLQ_PUT_COUNT", "CONSUME_FAILED_COUNT")
+# Event types about one consumer group, and a group's per-minute counters (the data contract).
+GROUP_EVENTS = contract.GROUP_EVENT_TYPES
+COUNTER_EVENTS = contract.COUNTER_EVENT_TYPES
 # ingest_report/dt=D, one row per file (DESIGN §4); see report_of
 REPORT_COLUMNS = contract.columns("ingest_report")
 REPORT_DDL = contract.ddl("ingest_report")
@@ -220,7 +205,7 @@ def _with_log_event_fields(df: DataFrame) -> DataFrame:
     # 4.9.4 L-P1 (§12): the event lives on the Message{...} line that follows; detail from the L-P1 line.
     resend = F.col("resend_of_lp1")
     renderings = F.when(resend, F.array(msg)).otherwise(F.coalesce(renderings, F.array(F.lit(""))))
-    event_type = F.when(resend, F.lit("PUBLISH_RETRY")).otherwise(event_type)
+    event_type = F.when(resend, F.lit(contract.event_type("PUBLISH_RETRY"))).otherwise(event_type)
     is_event = F.col("cat0") == "event"
     fields = {
         "_e_type": event_type,
@@ -355,9 +340,19 @@ def utc_day_range(ds: str, day_zone: str) -> tuple[int, int] | None:
 
 def _date_log_lines(pre: DataFrame, ds: str, day_zone: str) -> DataFrame:
     """The lines that need their neighbours: continuation lines take their head's date, orphans, L-P1 pairing."""
-    by_file = Window.partitionBy("source_file").orderBy("line_no")
-    # The head line before each run of lines without a timestamp, and for a run that opens the file the head line
-    # after it: the only noise lines a window value needs.
+    w = _with_log_event_fields(settle_candidates(_neighbour_values(_needy_rows(pre))))
+    return _dated_log_lines(w, ds, day_zone)
+
+
+def _by_file() -> WindowSpec:
+    return Window.partitionBy("source_file").orderBy("line_no")
+
+
+def _needy_rows(pre: DataFrame) -> DataFrame:
+    """The screened lines that need their neighbours, plus each run's anchor (``_anchor``): the head line before
+    each run of lines without a timestamp, and for a run that opens the file the head line after it."""
+    by_file = _by_file()
+    # the anchors are the only noise lines a window value needs
     untimed = pre.filter(F.col("ts").isNull()).select(
         "source_file",
         "line_no",
@@ -377,9 +372,15 @@ def _date_log_lines(pre: DataFrame, ds: str, day_zone: str) -> DataFrame:
     )
     # One scan of the screen keeps the needy lines and the anchors. The broadcast is explicit: a checkpointed
     # screen has no size estimate, and a sort-merge join would shuffle it whole.
-    rows = pre.join(F.broadcast(anchor_keys), ["source_file", "line_no"], "left").filter(
+    return pre.join(F.broadcast(anchor_keys), ["source_file", "line_no"], "left").filter(
         f"({NEEDS_NEIGHBOURS}) OR _anchor"
     )
+
+
+def _neighbour_values(rows: DataFrame) -> DataFrame:
+    """What each needy line learns from the lines above it in its file (and the file's first head line); the
+    anchors are dropped once read."""
+    by_file = _by_file()
     before = by_file.rowsBetween(Window.unboundedPreceding, -1)
     upto = by_file.rowsBetween(Window.unboundedPreceding, Window.currentRow)
     # a whole-file frame is evaluated once per file; a frame from the current row to the end would be evaluated
@@ -389,7 +390,7 @@ def _date_log_lines(pre: DataFrame, ds: str, day_zone: str) -> DataFrame:
     # Over these rows the values equal those over the whole file: the last timestamp before a line is on the
     # line itself or on its run's anchor, a head line before a run shows in head_seen through that anchor, the
     # file's first head line is the anchor after the run that opens it, and every L-P1 line is a candidate.
-    w = (
+    return (
         rows.select(
             "*",
             F.last(head_ts, ignorenulls=True).over(upto).alias("prev_head_ts"),
@@ -410,7 +411,11 @@ def _date_log_lines(pre: DataFrame, ds: str, day_zone: str) -> DataFrame:
         .filter(NEEDS_NEIGHBOURS)
         .drop("_anchor")
     )
-    w = _with_log_event_fields(settle_candidates(w))
+
+
+def _dated_log_lines(w: DataFrame, ds: str, day_zone: str) -> DataFrame:
+    """LINE_COLUMNS of the settled needy lines: date, final category (orphans and unwrapped text quarantined),
+    reason and events."""
     d = F.lit(ds).cast("date")
     # a line before the file's first head line is dated by that head line
     line_ts = F.coalesce(F.col("ts"), F.col("prev_head_ts"), F.col("first_head_ts"))
@@ -425,20 +430,7 @@ def _date_log_lines(pre: DataFrame, ds: str, day_zone: str) -> DataFrame:
     w = w.withColumn("line_date", line_date).withColumn(
         "category", F.when(F.col("line_date") != d, F.lit("other_date")).otherwise(cat)
     )
-    lp1_detail = _cap(_rx(F.col("last_lp1_msg"), r"^sendKernelImpl exception, (.*)$"))
-    lp1_topic = _rx(F.col("last_lp1_msg"), r"Broker: MessageQueue \[topic=([^,\]]*)")
-    events0 = _log_events()
-    events = F.when(
-        F.col("resend_of_lp1"),
-        F.transform(
-            events0,
-            lambda e: (
-                e.withField("detail", lp1_detail)
-                .withField("topic", F.coalesce(lp1_topic, e["topic"]))
-                .withField("original_topic", F.coalesce(e["original_topic"], lp1_topic))
-            ),
-        ),
-    ).otherwise(events0)
+    events = _log_events_with_lp1()
     is_q = F.col("category") == "quarantined"
     return w.select(
         "source",
@@ -457,6 +449,24 @@ def _date_log_lines(pre: DataFrame, ds: str, day_zone: str) -> DataFrame:
         F.lit(0).alias("other_date_events"),
         _no_bind(),
     )
+
+
+def _log_events_with_lp1() -> Column:
+    """``_log_events``; on the 4.9.4 Message{...} line after L-P1 (§12), detail and topic from that L-P1 line."""
+    lp1_detail = _cap(_rx(F.col("last_lp1_msg"), r"^sendKernelImpl exception, (.*)$"))
+    lp1_topic = _rx(F.col("last_lp1_msg"), r"Broker: MessageQueue \[topic=([^,\]]*)")
+    events0 = _log_events()
+    return F.when(
+        F.col("resend_of_lp1"),
+        F.transform(
+            events0,
+            lambda e: (
+                e.withField("detail", lp1_detail)
+                .withField("topic", F.coalesce(lp1_topic, e["topic"]))
+                .withField("original_topic", F.coalesce(e["original_topic"], lp1_topic))
+            ),
+        ),
+    ).otherwise(events0)
 
 
 # ----------------------------------------------------------------------------------------------------- trace

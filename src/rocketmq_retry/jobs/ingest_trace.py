@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from rocketmq_retry import contract
 from rocketmq_retry.jobs import ingest_patterns as P
 from rocketmq_retry.jobs.ingest_sql import epoch_ms, event_struct, nz, sql_str, when
 
@@ -88,10 +89,14 @@ def _event_and_reason(p: str, source_name: str, event_fields: tuple[tuple[str, s
     pub, sb, sa = f"{d}.pub", f"{d}.sb", f"{d}.sa"
     codes = "array(" + ", ".join(sql_str(c) for c in P.CONTEXT_CODES) + ")"
     code_name = f"try_element_at({codes}, try_cast({g(6)} AS INT) + 1)"
+    published, publish_failed, delivered, consume_ok, consume_failed = (
+        sql_str(contract.event_type(t))
+        for t in ("PUBLISHED", "PUBLISH_FAILED", "DELIVERED", "CONSUME_OK", "CONSUME_FAILED")
+    )
     event_type = when(
-        (pub, f"CASE WHEN {d}.pub_success = 'true' THEN 'PUBLISHED' ELSE 'PUBLISH_FAILED' END"),
-        (sb, "'DELIVERED'"),
-        (sa, f"CASE WHEN {g(4)} = 'true' THEN 'CONSUME_OK' ELSE 'CONSUME_FAILED' END"),
+        (pub, f"CASE WHEN {d}.pub_success = 'true' THEN {published} ELSE {publish_failed} END"),
+        (sb, delivered),
+        (sa, f"CASE WHEN {g(4)} = 'true' THEN {consume_ok} ELSE {consume_failed} END"),
     )
     request_id = when((sb, g(4)), (sa, g(1)))
     event = event_struct(
