@@ -1,5 +1,5 @@
 """One stored message of a ``message-dump`` line (DESIGN §6) as an event, in Spark SQL text over its parsed
-JSON column ``j`` and its topic column ``topic_`` (see ``ingest_parse.classify_dump_lines``; docs/ingest.md
+JSON column ``j`` and its topic column ``topic_`` (see ``ingest_records.classify_dump_lines``; docs/ingest.md
 has the event types)."""
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ Nearly every line of a day is noise (heartbeats, rebalances, route updates), so 
 line needs to be counted (§6.1 layouts, §6.2/§6.3 statements): the message text is cut out only for
 lines whose first characters may start a statement, a stats line or the 4.9.4 ``Message{...}`` line (§12); every
 other line keeps a timestamp, a category and, when ignored, its ``logger level`` kind. Events are built later,
-from the few lines that are events (``ingest_parse._log_events``).
+from the few lines that are events (``ingest_logs._log_events``).
 
 The expressions are Spark SQL text, one ``selectExpr`` per step. Built with the Column API, the same stage took
 about 11,000 py4j round trips (2-4 s before Spark ran anything); as text it is one call per step and the steps
