@@ -647,8 +647,3 @@ def template_regex(template: str, greedy_last: bool = True) -> str:
     for group, part in zip(groups, parts[1:], strict=True):
         out += group + part
     return out
-
-
-def stats_tps(total: int, seconds: int = 60) -> str:
-    """``TPS: %.2f`` of a per-minute stats line (sum / 60 → e.g. ``0.24`` for 12)."""
-    return f"{total / seconds:.2f}"

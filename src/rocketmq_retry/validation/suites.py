@@ -1,4 +1,5 @@
-"""The expectation suites for events, transitions and lifecycles (DESIGN §4), as declarative GE expectations.
+"""The expectation suites for events, transitions, lifecycles, dead_letters and unattributed (DESIGN §4), as
+declarative GE expectations, one function per table.
 
 Suites are built from code plus configuration (drift tolerance, each group's max reconsume times, severities),
 so one definition serves every deployment; ``rocketmq_retry.validation.project`` stores them in the file data
@@ -34,7 +35,6 @@ ANOMALY_CODES = contract.ANOMALY_CODES
 
 # The hop that puts a message in %DLQ%<group>. substr, not LIKE: '%' is LIKE's own wildcard.
 _IS_DLQ = f"(to_state = '{contract.DEAD_LETTERED}' OR substr(coalesce(physical_topic, ''), 1, 5) = '%DLQ%')"
-SUITE_META = {"contract": "docs/DESIGN.md section 4", "built_by": "rocketmq_retry.validation.suites"}
 
 
 @dataclass(frozen=True)
@@ -289,19 +289,3 @@ def expectations_for(table: str, config: Config, settings: ValidationSettings) -
         expectation.severity = settings.severity(check.id)  # type: ignore[assignment]
         out.append(expectation)
     return out
-
-
-def build_suite(table: str, config: Config, settings: ValidationSettings) -> gx.ExpectationSuite:
-    import great_expectations as gx
-
-    suite = gx.ExpectationSuite(name=suite_name(table), meta=dict(SUITE_META, table=table))
-    for expectation in expectations_for(table, config, settings):
-        suite.add_expectation(expectation)
-    return suite
-
-
-def check_ids(table: str) -> list[str]:
-    """The check ids a table's suite defines (without building GE objects twice in callers)."""
-    from rocketmq_retry.config import Config
-
-    return sorted({c.id for c in _checks(table, Config(), ValidationSettings())})
