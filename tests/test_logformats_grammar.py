@@ -225,6 +225,37 @@ def test_stats_line_matches_sample(samples_dir: pathlib.Path) -> None:
     assert re.match(layouts.STATS_LINE_RE, real.rstrip("\n"))
 
 
+def test_parser_broker_head_reads_every_stats_and_broker_line_alike(samples_dir: pathlib.Path) -> None:
+    """One grammar for the broker files: the parser's BROKER_HEAD reads each line the simulator-side regexes accept
+    (the real sample's broker.log and stats.log, and the simulator's own renderings) to the same fields."""
+    from rocketmq_retry.jobs.ingest_screen import RX_BROKER
+
+    assert layouts.BROKER_HEAD.removesuffix(" - (.*)$") + "$" == RX_BROKER
+    assert re.sub(r"\(\?P<\w+>", "(", layouts.BROKER_LINE_RE) == layouts.BROKER_HEAD
+    clock = timefmt.Clock(timefmt.BROKER_TS, timefmt.GMT8)
+    stats_lines = [*_sample_lines(samples_dir, "broker/stats.log"), layouts.render_stats(clock.format(0), "[X] [y]")]
+    broker_lines = [
+        *_sample_lines(samples_dir, "broker/broker.log"),
+        layouts.render_broker(clock.format(0), "WARN", "T_1", "m"),
+    ]
+    checked = 0
+    for pattern, lines in ((layouts.STATS_LINE_RE, stats_lines), (layouts.BROKER_LINE_RE, broker_lines)):
+        for line in lines:
+            line = line.rstrip("\n")
+            m = re.match(pattern, line)
+            if m is None:
+                continue
+            head = re.match(layouts.BROKER_HEAD, line)
+            assert head is not None, line
+            fields = m.groupdict()
+            assert head.groups() == (fields["ts"], fields["level"], fields.get("thread"), fields["msg"]), line
+            # the screen cuts the head at the first " - " and matches RX_BROKER there
+            cut = re.match(RX_BROKER, line.partition(" - ")[0])
+            assert cut is not None and cut.groups() == head.groups()[:3], line
+            checked += 1
+    assert checked > 100
+
+
 # --- spring (§6.4) ----------------------------------------------------------------------------------------------------
 
 

@@ -343,3 +343,26 @@ UNATTRIBUTED_REASONS = {
     "conflict": "the instance's evidence disagrees",
     "grpc-groups": "the config declares several gRPC groups and none lists this topic",
 }
+
+
+def event_type(name: str) -> str:
+    """``name`` when it is one of EVENT_TYPES, else a ValueError: a module that spells an event type through this
+    fails at import when the type is renamed here, instead of matching nothing."""
+    if name not in EVENT_TYPES:
+        raise ValueError(f"unknown event type {name!r} (contract.EVENT_TYPES)")
+    return name
+
+
+# Event types about one consumer group: a row of these without a group is "unattributed" (DESIGN §6).
+GROUP_EVENT_TYPES = tuple(
+    event_type(t)
+    for t in (
+        "DELIVERED", "CONSUME_OK", "CONSUME_FAILED", "CONSUME_TIMEOUT", "SEND_BACK", "SEND_BACK_FAILED",
+        "LOCAL_RETRY", "ORDERLY_SUSPENDED", "BROADCAST_DROPPED", "POP_DROPPED", "DEAD_LETTERED", "RETRY_ENQUEUED",
+        "DIRECT_CONSUME",
+    )
+)  # fmt: skip
+# A group's per-minute counters (broker stats.log, 5.x broker_default.log, the client's own stats lines).
+COUNTER_EVENT_TYPES = tuple(
+    event_type(t) for t in ("SEND_BACK_COUNT", "DLQ_COUNT", "DLQ_PUT_COUNT", "CONSUME_FAILED_COUNT")
+)

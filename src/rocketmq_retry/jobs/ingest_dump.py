@@ -1,11 +1,12 @@
 """One stored message of a ``message-dump`` line (DESIGN §6) as an event, in Spark SQL text over its parsed
-JSON column ``j`` and its topic column ``topic_`` (see ``ingest_parse.classify_dump_lines``; docs/ingest.md
+JSON column ``j`` and its topic column ``topic_`` (see ``ingest_records.classify_dump_lines``; docs/ingest.md
 has the event types)."""
 
 from __future__ import annotations
 
+from rocketmq_retry import contract
 from rocketmq_retry.jobs import ingest_patterns as P
-from rocketmq_retry.jobs.ingest_sql import epoch_ms, event_struct, nz, when
+from rocketmq_retry.jobs.ingest_sql import epoch_ms, event_struct, nz, sql_str, when
 
 RETRY_OR_DLQ = "'^%(RETRY|DLQ)%'"
 
@@ -16,13 +17,16 @@ def dump_event_sql(event_fields: tuple[tuple[str, str], ...]) -> str:
     is_dlq, is_retry = f"startswith({topic}, '%DLQ%')", f"startswith({topic}, '%RETRY%')"
     is_sched = f"({topic} = 'SCHEDULE_TOPIC_XXXX')"
     queue_id = "try_cast(j.queueId AS INT)"
+    dead_lettered, retry_enqueued, send_back, published = (
+        sql_str(contract.event_type(t)) for t in ("DEAD_LETTERED", "RETRY_ENQUEUED", "SEND_BACK", "PUBLISHED")
+    )
     return event_struct(
         {
             "rec": "0",
             "source": "'message-dump'",
             "event_time": epoch_ms("j.storeTimestamp"),
-            "event_type": f"CASE WHEN {is_dlq} THEN 'DEAD_LETTERED' WHEN {is_retry} THEN 'RETRY_ENQUEUED' "
-            f"WHEN {is_sched} THEN 'SEND_BACK' ELSE 'PUBLISHED' END",
+            "event_type": f"CASE WHEN {is_dlq} THEN {dead_lettered} WHEN {is_retry} THEN {retry_enqueued} "
+            f"WHEN {is_sched} THEN {send_back} ELSE {published} END",
             "consumer_group": when(
                 (is_dlq, f"substring({topic}, 6)"),
                 (is_retry, f"substring({topic}, 8)"),

@@ -28,6 +28,7 @@ CLIENT4_HEAD = layouts.CLIENT4_HEAD
 CONSOLE_HEAD = layouts.CONSOLE_HEAD
 CLIENT5_HEAD = layouts.CLIENT5_HEAD
 SPRING_HEAD = layouts.SPRING_HEAD
+BROKER_HEAD = layouts.BROKER_HEAD
 
 # Anything that starts like a date but is not a valid head is a damaged head line, not a continuation.
 DATE_LIKE = r"^\d{4}-\d{2}-\d{2}[ T]\d"

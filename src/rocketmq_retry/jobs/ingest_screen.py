@@ -4,7 +4,7 @@ Nearly every line of a day is noise (heartbeats, rebalances, route updates), so 
 line needs to be counted (§6.1 layouts, §6.2/§6.3 statements): the message text is cut out only for
 lines whose first characters may start a statement, a stats line or the 4.9.4 ``Message{...}`` line (§12); every
 other line keeps a timestamp, a category and, when ignored, its ``logger level`` kind. Events are built later,
-from the few lines that are events (``ingest_parse._log_events``).
+from the few lines that are events (``ingest_logs._log_events``).
 
 The expressions are Spark SQL text, one ``selectExpr`` per step. Built with the Column API, the same stage took
 about 11,000 py4j round trips (2-4 s before Spark ran anything); as text it is one call per step and the steps
@@ -54,7 +54,7 @@ ZERO_COUNTERS = "(" + ", ".join(str(i) for i, st in enumerate(P.STATEMENTS) if s
 RX_C4 = P.CLIENT4_HEAD.removesuffix(" - (.*)$") + "$"
 RX_CONSOLE = P.CONSOLE_HEAD.removesuffix(" - (.*)$") + "$"
 RX_C5 = P.CLIENT5_HEAD.removesuffix("\\] - (.*)$") + "$"
-RX_BROKER = r"^(\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2})(?: (" + P.LEVELS + r"))?(?: (\S+))?$"
+RX_BROKER = P.BROKER_HEAD.removesuffix(" - (.*)$") + "$"
 RX_SPRING = P.SPRING_HEAD.removesuffix("\\s*:\\s(.*)$") + "\\s*$"
 # the kind of an ignored head line: "logger level" (the file's name when the layout has no logger)
 LOGGER_LEVEL_KIND = "concat_ws(' ', coalesce(logger, substring_index(source_file, '/', -1)), coalesce(level, '-'))"
@@ -106,10 +106,18 @@ def screen_log_lines(lines: DataFrame, ds: str, zones: tuple[str, ...] = ()) -> 
     ``cat0`` is the category before the per-file window (continuation lines are dated there); ``why`` is the
     ignored kind or the quarantine reason; ``msg`` and ``thread`` are kept for event lines only.
     """
-    cap, probe_len = P.RAW_CAP, P.PREFIX_PROBE
-    c5, brokers = sql_in(C5_FORMATS), sql_in(BROKER_FORMATS)
-    probes = _statement_sql()[0]
-    logger_ok = sql_str(P.LOGGER_NAME)
+    df = _head_of(_screen_hostile(lines))
+    df = _line_fields(_head_kind(df), ds, zones)
+    out = _categorize(df)
+    assert tuple(out.columns) == SCREEN_COLUMNS, out.columns
+    return out
+
+
+def _screen_hostile(lines: DataFrame) -> DataFrame:
+    """``hostile`` (the quarantine reason of a line no pattern may run over), ``safe`` (the line, or '' when
+    hostile), ``hostile_raw`` and ``sep``, the message separator of the line's layout."""
+    cap = P.RAW_CAP
+    c5 = sql_in(C5_FORMATS)
     # No pattern ever runs over a hostile line: it is screened to '' and quarantined with its reason.
     # octet_length first: a line of fewer bytes than the limit has fewer characters too, and counting is a scan.
     df = lines.selectExpr(
@@ -121,7 +129,7 @@ def screen_log_lines(lines: DataFrame, ds: str, zones: tuple[str, ...] = ()) -> 
                  WHEN contains(line, char(0)) THEN 'NUL byte in line'
                  WHEN NOT is_valid_utf8(line) THEN 'invalid UTF-8' END AS hostile""",
     )
-    df = df.selectExpr(
+    return df.selectExpr(
         *_KEYS,
         "tz",
         "hostile",
@@ -130,10 +138,15 @@ def screen_log_lines(lines: DataFrame, ds: str, zones: tuple[str, ...] = ()) -> 
         # message separators per layout (§6.1): 5.x/gRPC "] - ", Spring " : ", 4.x and broker " - "
         f"CASE WHEN source IN {c5} THEN '] - ' WHEN source = 'spring-listener' THEN ' : ' ELSE ' - ' END AS sep",
     )
+
+
+def _head_of(df: DataFrame) -> DataFrame:
+    """``h``, the head (the text before the first separator; '' when there is none or it holds damage), and
+    ``body_byte``, where the message starts."""
     # The text before the first separator, found by bytes: substring_index stops at the separator, where
     # substring() would first count every character of the line (numChars) and then walk to the position.
     df = df.selectExpr(*_KEYS, "tz", "hostile", "hostile_raw", "safe", "sep", "substring_index(safe, sep, 1) AS hx")
-    df = df.selectExpr(
+    return df.selectExpr(
         *_KEYS,
         "tz",
         "hostile",
@@ -144,7 +157,13 @@ def screen_log_lines(lines: DataFrame, ds: str, zones: tuple[str, ...] = ()) -> 
         # a head with a control character or U+FFFD in it (random bytes) is no head (docs/ingest.md)
         f"IF(octet_length(hx) < octet_length(safe) AND NOT hx RLIKE {sql_str(P.HEAD_BAD_CHARS)}, hx, '') AS h",
     )
-    df = df.selectExpr(
+
+
+def _head_kind(df: DataFrame) -> DataFrame:
+    """``k``, the head layout the line's head is valid in (c4, con, c5, cb, cs), else NULL."""
+    c5, brokers = sql_in(C5_FORMATS), sql_in(BROKER_FORMATS)
+    logger_ok = sql_str(P.LOGGER_NAME)
+    return df.selectExpr(
         "*",
         # the logger must be a Java name (the layouts' \S+ would take any junk there)
         f"""CASE WHEN source = 'rocketmq-client-4x' AND h RLIKE {sql_str(RX_C4)}
@@ -157,6 +176,13 @@ def screen_log_lines(lines: DataFrame, ds: str, zones: tuple[str, ...] = ()) -> 
                  WHEN source = 'spring-listener' AND h RLIKE {sql_str(RX_SPRING)}
                    AND regexp_extract(h, {sql_str(RX_SPRING)}, 7) RLIKE {logger_ok} THEN 'cs' END AS k""",
     )
+
+
+def _line_fields(df: DataFrame, ds: str, zones: tuple[str, ...]) -> DataFrame:
+    """The head's fields per layout: ``ts`` (UTC), ``level``, ``logger``, and for candidate lines ``msg`` and
+    ``thread``; ``bind`` for a line that may bind a topic to a group."""
+    probe_len = P.PREFIX_PROBE
+    probes = _statement_sql()[0]
     # The message's first characters decide whether its text is needed at all (see module doc).
     # Cut by bytes (the message starts after an ASCII separator): the probes are ASCII, so a message's first
     # PREFIX_PROBE bytes equal a probe exactly when its first PREFIX_PROBE characters do.
@@ -223,11 +249,17 @@ def screen_log_lines(lines: DataFrame, ds: str, zones: tuple[str, ...] = ()) -> 
                                      {cb_first})
                    WHEN 'cs' THEN trim(regexp_extract(h, {rs}, 6)) END, NULL) AS thread""",
     )
-    df = df.selectExpr(
+    return df.selectExpr(
         *(c for c in df.columns if c not in ("tz", "local_ts", "offset_ts", "bmsg")),
         f"coalesce(offset_ts, {_to_utc('local_ts', zones)}) AS ts",
         f"IF(bmsg IS NULL, NULL, {binding_sql('bmsg')}) AS bind",
     )
+
+
+def _categorize(df: DataFrame) -> DataFrame:
+    """SCREEN_COLUMNS: the line's category before the per-file window (``cat0``), ``why``, ``cont``, ``raw``."""
+    cap = P.RAW_CAP
+    brokers = sql_in(BROKER_FORMATS)
     lp1_prefix = sql_str(P.STATEMENTS[LP1].prefix)
     head = "k IS NOT NULL"
     # (condition, category, why) in order; the first that holds decides. A head line that may be a statement is
@@ -276,7 +308,7 @@ def screen_log_lines(lines: DataFrame, ds: str, zones: tuple[str, ...] = ()) -> 
                    AND NOT safe RLIKE {sql_str(P.HEAD_PIECE)} THEN 'text'
             END) AS cont""",
     )
-    out = df.selectExpr(
+    return df.selectExpr(
         *_KEYS,
         "is_head",
         "ts",
@@ -299,9 +331,6 @@ def screen_log_lines(lines: DataFrame, ds: str, zones: tuple[str, ...] = ()) -> 
         "IF(branch = 3, bind, NULL) AS bind",
         "cont",
     )
-
-    assert tuple(out.columns) == SCREEN_COLUMNS, out.columns
-    return out
 
 
 def settle_candidates(df: DataFrame) -> DataFrame:

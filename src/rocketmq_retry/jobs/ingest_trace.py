@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from rocketmq_retry import contract
 from rocketmq_retry.jobs import ingest_patterns as P
 from rocketmq_retry.jobs.ingest_sql import epoch_ms, event_struct, nz, sql_str, when
 
@@ -33,45 +34,69 @@ def trace_records_sql(
     interpreted lambda evaluated each kind test again for every field that depends on it (~350 us a line at 10 M
     lines). ``fallback_time`` dates a 7-field SubAfter, which has no time of its own.
     """
+    shared = _shared_values(_record_kinds(_record_fields(body)), fallback_time)
+    p = _PARSED
+    event, reason, known_skip = _event_and_reason(p, source_name, event_fields)
+    return (
+        f"transform({shared}, {p} -> named_struct('e', {event}, 'reason', {reason}, 'skip', {known_skip}, "
+        f"'raw', {p}.d.f.raw))"
+    )
+
+
+def _record_fields(body: str) -> str:
+    """Pass 1: each record's raw text, index, field count and fields ``f0``..``f14`` ('' as null)."""
     split_records = (
         f"transform(filter(split({body}, {sql_str(P.TRACE_RECORD_SEP)}), {_REC} -> {_REC} != ''), "
         f"{_REC} -> named_struct('raw', {_REC}, 'fs', split({_REC}, {sql_str(P.TRACE_FIELD_SEP)})))"
     )
     # pass 1: the record's fields, '' as null
     fields = ", ".join(f"'f{i}', {nz(f'try_element_at({_REC}.fs, {i + 1})')}" for i in range(FIELDS))
-    by_field = (
+    return (
         f"transform({split_records}, ({_REC}, {_IDX}) -> named_struct('raw', {_REC}.raw, 'rec', {_IDX}, "
         f"'n', size({_REC}.fs), {fields}))"
     )
-    # pass 2: which record it is
+
+
+def _record_kinds(by_field: str) -> str:
+    """Pass 2: which record it is (``pub``, ``sb``, ``sa`` by the §7.2 field counts) and a Pub's success flag."""
     f, n = _fields(_F)
     # false, not null, for an empty type field: such a record is of an unknown type, not one without a time
     pub_ok = f"coalesce({f(0)} = 'Pub' AND {n} BETWEEN 12 AND 15, false)"
     sb_ok = f"coalesce({f(0)} = 'SubBefore' AND {n} = 8, false)"
     sa_ok = f"coalesce({f(0)} = 'SubAfter' AND {n} IN (7, 9), false)"
     pub_success = when((f"{n} = 13", f(12)), (f"{n} >= 14", f(13)))
-    by_kind = (
+    return (
         f"transform({by_field}, {_F} -> named_struct('f', {_F}, 'pub', {pub_ok}, 'sb', {sb_ok}, 'sa', {sa_ok}, "
         f"'pub_success', {pub_success}))"
     )
-    # pass 3: the values both the event and the reason read
+
+
+def _shared_values(by_kind: str, fallback_time: str) -> str:
+    """Pass 3: the values both the event and the reason read (the record's time and message id)."""
     f, n = _fields(f"{_D}.f")
     pub, sb, sa = f"{_D}.pub", f"{_D}.sb", f"{_D}.sa"
     sa_time = f"coalesce({when((f'{n} = 9', epoch_ms(f(7))))}, {fallback_time})"
     time = when((f"{pub} OR {sb}", epoch_ms(f(1))), (sa, sa_time))
     msg_id = when((f"{pub} OR {sb}", f(5)), (sa, f(2)))
-    shared = f"transform({by_kind}, {_D} -> named_struct('d', {_D}, 'time', {time}, 'msg_id', {msg_id}))"
-    # pass 4: the event and the reason
-    p = _PARSED
+    return f"transform({by_kind}, {_D} -> named_struct('d', {_D}, 'time', {time}, 'msg_id', {msg_id}))"
+
+
+def _event_and_reason(p: str, source_name: str, event_fields: tuple[tuple[str, str], ...]) -> tuple[str, str, str]:
+    """Pass 4, over pass 3's struct at ``p``: (the event struct, why the record is bad, whether it is a known type
+    that carries no retry evidence)."""
     d = f"{p}.d"
     g, gn = _fields(f"{d}.f")
     pub, sb, sa = f"{d}.pub", f"{d}.sb", f"{d}.sa"
     codes = "array(" + ", ".join(sql_str(c) for c in P.CONTEXT_CODES) + ")"
     code_name = f"try_element_at({codes}, try_cast({g(6)} AS INT) + 1)"
+    published, publish_failed, delivered, consume_ok, consume_failed = (
+        sql_str(contract.event_type(t))
+        for t in ("PUBLISHED", "PUBLISH_FAILED", "DELIVERED", "CONSUME_OK", "CONSUME_FAILED")
+    )
     event_type = when(
-        (pub, f"CASE WHEN {d}.pub_success = 'true' THEN 'PUBLISHED' ELSE 'PUBLISH_FAILED' END"),
-        (sb, "'DELIVERED'"),
-        (sa, f"CASE WHEN {g(4)} = 'true' THEN 'CONSUME_OK' ELSE 'CONSUME_FAILED' END"),
+        (pub, f"CASE WHEN {d}.pub_success = 'true' THEN {published} ELSE {publish_failed} END"),
+        (sb, delivered),
+        (sa, f"CASE WHEN {g(4)} = 'true' THEN {consume_ok} ELSE {consume_failed} END"),
     )
     request_id = when((sb, g(4)), (sa, g(1)))
     event = event_struct(
@@ -108,10 +133,7 @@ def trace_records_sql(
         (f"{p}.time IS NULL", "'trace record without a valid timestamp'"),
         (f"{p}.msg_id IS NULL", "'trace record without msgId'"),
     )
-    return (
-        f"transform({shared}, {p} -> named_struct('e', {event}, 'reason', {reason}, 'skip', {known_skip}, "
-        f"'raw', {d}.f.raw))"
-    )
+    return event, reason, known_skip
 
 
 def _fields(record: str) -> tuple[Callable[[int], str], str]:

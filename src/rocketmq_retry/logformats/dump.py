@@ -42,8 +42,6 @@ REQUIRED_DUMP_KEYS = (
     "properties",
     "body",
 )
-# Properties a pull consumer adds to every message it returns (present in every dump line of the samples).
-PULL_ADDED_PROPERTIES = ("MIN_OFFSET", "MAX_OFFSET")
 
 DUMP_FILE_DLQ = "dlq-topics.jsonl"
 DUMP_FILE_RETRY = "retry-topics.jsonl"

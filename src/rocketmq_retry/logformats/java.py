@@ -213,12 +213,6 @@ def message_queue_set_order(topic: str, broker_name: str, queue_ids: Iterable[in
     return [q for _, _, q in sorted(keyed)]
 
 
-def message_queue_set_to_string(topic: str, broker_name: str, queue_ids: Iterable[int]) -> str:
-    """``HashSet<MessageQueue>.toString()``: ``[MessageQueue [...], MessageQueue [...]]`` in hash order."""
-    order = message_queue_set_order(topic, broker_name, queue_ids)
-    return "[" + ", ".join(message_queue_to_string(topic, broker_name, q) for q in order) + "]"
-
-
 def pull_request_to_string(consumer_group: str, mq: str, next_offset: int) -> str:
     """4.x ``PullRequest.toString()``, logged by ``doRebalance, {}, add a new pull request {}``."""
     return f"PullRequest [consumerGroup={consumer_group}, messageQueue={mq}, nextOffset={next_offset}]"

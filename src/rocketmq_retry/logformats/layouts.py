@@ -1,8 +1,10 @@
 """Line layouts of every text format (docs/rocketmq-rules.md §6.1, §6.4, §12; tests/data/rocketmq-4.9.4).
 
-For each format: how one event is rendered (prefix, message, throwable, line end) and a regex over one physical
-line that the Spark parser uses to split a file into entries. A physical line that does not match its format's
-``*_LINE_RE`` is a continuation of the previous entry (stack frames, ``Caused by:``, FAQ hints).
+For each format: how one event is rendered (prefix, message, throwable, line end), the head regex the Spark parser
+matches (``*_HEAD``, Java regexes with numbered groups; ``jobs/ingest_screen`` matches their part before the message
+separator) and the simulator-side ``*_LINE_RE`` (named groups) that the tests read simulated files with. A physical
+line that matches no head is a continuation of the previous entry (stack frames, ``Caused by:``, FAQ hints) or
+damage (docs/ingest.md, "Noise and continuation lines").
 """
 
 from __future__ import annotations
@@ -19,9 +21,6 @@ from rocketmq_retry.logformats.timefmt import (
     SPRING_TS,
     TimestampLayout,
 )
-
-CRLF = "\r\n"
-LF = "\n"
 
 # --- the parser's head lines (jobs/ingest_patterns re-exports them; Java regexes for Spark) --------------------
 # One level set for every layout, the parser's: what a head may carry. The simulator writes TRACE..ERROR only; the
@@ -49,8 +48,6 @@ SPRING_HEAD = (
 # The throwable follows line by line, each line ending in \r\n, and its text (Throwable.printStackTrace split on
 # line breaks) ends with an empty line: every stack trace in tests/data/rocketmq-4.9.4/client is followed by a
 # bare "\r\n".
-CLIENT_4X_LINE_ENDING = CRLF
-CLIENT_4X_LOGGERS = ("RocketmqClient", "RocketmqCommon", "RocketmqRemoting")
 CLIENT_4X_LINE_RE = (
     r"^(?P<ts>" + CLIENT_4X_TS.regex + r") (?P<level>" + LEVELS + r") (?P<logger>\S+) - (?P<msg>.*?)\r?$"
 )
@@ -67,14 +64,11 @@ def render_client_4x(ts: str, level: str, logger: str, message: str, throwable: 
 # rmq.client.logback.xml / gRPC SDK logback.xml (§6.1):
 #   %d{yyy-MM-dd HH:mm:ss.SSS,GMT+8} %-5p [%pid] [%t] [%logger{12}#%M:%L] - %m%n
 # A shipped 5.2.0 client prints the location as "#?:?" (no caller data, §12); parsers accept both shapes.
-CLIENT_5X_PATTERN = "%d{yyy-MM-dd HH:mm:ss.SSS,GMT+8} %-5p [%pid] [%t] [%logger{12}#%M:%L] - %m%n"
-CLIENT_5X_LINE_ENDING = LF
 UNKNOWN_LOCATION = "?:?"
 CLIENT_5X_LINE_RE = (
     r"^(?P<ts>" + CLIENT_5X_TS.regex + r") (?P<level>" + LEVELS + r")\s+\[(?P<pid>\d+)\] \[(?P<thread>[^\]]*)\] "
     r"\[(?P<logger>[^\]#]+)#(?P<location>[^\]]*)\] - (?P<msg>.*)$"
 )
-GRPC_CLIENT_LINE_RE = CLIENT_5X_LINE_RE
 
 
 def render_client_5x(
@@ -96,13 +90,25 @@ def render_client_5x(
 
 # --- broker (broker.log, broker_default.log, store.log) -----------------------------------------------------
 # rmq.broker.logback.xml / logback_broker.xml: %d{yyy-MM-dd HH:mm:ss,GMT+8} %p %t - %m%n (§6.1).
-BROKER_PATTERN = "%d{yyy-MM-dd HH:mm:ss,GMT+8} %p %t - %m%n"
-BROKER_LINE_ENDING = LF
-# Level and thread are optional, as for the parser (jobs/ingest_screen.RX_BROKER): stats.log drops the thread, the
-# watermark/protection appenders drop the level too.
-BROKER_LINE_RE = (
-    r"^(?P<ts>" + BROKER_TS.regex + r")(?: (?P<level>" + LEVELS + r"))?(?: (?P<thread>\S+))? - (?P<msg>.*)$"
-)
+
+
+def _broker_line(named: bool) -> str:
+    """The broker files' line: level and thread are optional (stats.log drops the thread, the watermark/protection
+    appenders drop the level too). One spelling for both readers: ``named`` gives Python's named groups (the
+    simulator's checks), else numbered groups (the parser's Java regex)."""
+
+    def group(name: str, rx: str) -> str:
+        return f"(?P<{name}>{rx})" if named else f"({rx})"
+
+    return (
+        "^" + group("ts", BROKER_TS.regex) + "(?: " + group("level", LEVELS) + ")?(?: " + group("thread", r"\S+")
+        + ")? - " + group("msg", ".*") + "$"
+    )  # fmt: skip
+
+
+# The parser's broker head (jobs/ingest_screen.RX_BROKER is its part before " - ") and the simulator-side form.
+BROKER_HEAD = _broker_line(named=False)
+BROKER_LINE_RE = _broker_line(named=True)
 
 
 def render_broker(ts: str, level: str, thread: str, message: str, throwable: Sequence[str] = ()) -> str:
@@ -113,8 +119,9 @@ def render_broker(ts: str, level: str, thread: str, message: str, throwable: Seq
 
 
 # --- broker-stats (stats.log) -------------------------------------------------------------------------------
-# RocketmqStats appender: %d{yyy-MM-dd HH:mm:ss,GMT+8} %p - %m%n (no thread, §6.1).
-STATS_PATTERN = "%d{yyy-MM-dd HH:mm:ss,GMT+8} %p - %m%n"
+# RocketmqStats appender: %d{yyy-MM-dd HH:mm:ss,GMT+8} %p - %m%n (no thread, §6.1). The parser reads these lines
+# with BROKER_HEAD; STATS_LINE_RE is the appender's own, narrower layout (level required, no thread), and
+# tests/test_logformats_grammar.py checks that BROKER_HEAD reads every line it accepts to the same fields.
 STATS_LINE_RE = r"^(?P<ts>" + BROKER_TS.regex + r") (?P<level>" + LEVELS + r") - (?P<msg>.*)$"
 
 
@@ -133,7 +140,6 @@ def render_stats(ts: str, message: str, level: str = "INFO") -> str:
 # keeps its LAST 15 (logback truncates from the left): ConsumeMessageThread_18 -> "essageThread_18", main -> 11
 # spaces + "main".
 SPRING_PATTERN = "%d{yyyy-MM-dd'T'HH:mm:ss.SSSXXX} %5p ${PID} --- [%t] %-40.40logger{39} : %m%n%wEx"
-SPRING_LINE_ENDING = LF
 SPRING_CONTAINER_LOGGER = "org.apache.rocketmq.spring.support.DefaultRocketMQListenerContainer"
 SPRING_THREAD_WIDTH = 15  # the console patterns' %15.15t
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from rocketmq_retry.contract import EVENT_TYPES
 from rocketmq_retry.logformats import BROKER, BROKER_STATS, CLIENT_4X, CLIENT_5X, GRPC_CLIENT, SPRING_LISTENER
 
 
@@ -578,10 +579,13 @@ CATALOGUE: tuple[Statement, ...] = (*STATEMENTS, *WRITTEN_ONLY)
 
 
 def _check_catalogue() -> None:
-    """A template without a parser regex must be declared written-only; a parsed statement needs a prefix."""
+    """A template without a parser regex must be declared written-only; a parsed statement needs a prefix and an
+    event type of the data contract."""
     for st in CATALOGUE:
         if st.pattern and not (st.prefix and st.event_type and st.formats):
             raise ValueError(f"statement {st.id}: a pattern needs a prefix, an event_type and formats")
+        if st.event_type and st.event_type not in EVENT_TYPES:
+            raise ValueError(f"statement {st.id}: event_type {st.event_type!r} is not in contract.EVENT_TYPES")
         if not st.pattern and st not in WRITTEN_ONLY:
             raise ValueError(f"statement {st.id}: a template without a parser pattern must be in WRITTEN_ONLY")
         if st.template is None and st.written:
@@ -643,8 +647,3 @@ def template_regex(template: str, greedy_last: bool = True) -> str:
     for group, part in zip(groups, parts[1:], strict=True):
         out += group + part
     return out
-
-
-def stats_tps(total: int, seconds: int = 60) -> str:
-    """``TPS: %.2f`` of a per-minute stats line (sum / 60 → e.g. ``0.24`` for 12)."""
-    return f"{total / seconds:.2f}"

@@ -12,8 +12,6 @@ from zoneinfo import ZoneInfo
 
 # Broker files: %d{yyy-MM-dd HH:mm:ss,GMT+8} (§6.1). The 5.x remoting client and the gRPC SDK fix GMT+8 too.
 GMT8 = "GMT+8"
-# Java's "GMT+8" is a fixed +08:00 offset with no DST: the matching IANA name is Etc/GMT-8 (sign inverted).
-GMT8_IANA = "Etc/GMT-8"
 
 
 @dataclass(frozen=True)
@@ -103,11 +101,6 @@ class Clock:
         if not self.layout.millis:
             return self._prefix
         return f"{self._prefix}{self._sep}{ms:03d}{self._suffix}"
-
-
-def local_date(epoch_ms: int, zone_name: str) -> _dt.date:
-    """The calendar date of ``epoch_ms`` in ``zone_name`` (used for rotation: a file holds one local day)."""
-    return _dt.datetime.fromtimestamp(epoch_ms / 1000, zone(zone_name)).date()
 
 
 def day_bounds_ms(day: _dt.date, zone_name: str) -> tuple[int, int]:

@@ -14,8 +14,6 @@ TRACE_TOPIC = "RMQ_SYS_TRACE_TOPIC"
 DEFAULT_REGION = "DefaultRegion"
 # 4.9.4 writes the literal "null" as the SubBefore region (§12, tests/data/rocketmq-4.9.4/dumps/trace-topic.jsonl).
 REGION_NULL = "null"
-TRACE_PRODUCER_GROUP_PREFIX = "_INNER_TRACE_PRODUCER"
-TRACE_MAX_BODY = 128_000  # maxMessageSize: the dispatcher flushes a body at this size (§7.1)
 
 PUB, SUB_BEFORE, SUB_AFTER, END_TRANSACTION, RECALL = "Pub", "SubBefore", "SubAfter", "EndTransaction", "Recall"
 

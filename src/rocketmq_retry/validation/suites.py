@@ -1,4 +1,5 @@
-"""The expectation suites for events, transitions and lifecycles (DESIGN §4), as declarative GE expectations.
+"""The expectation suites for events, transitions, lifecycles, dead_letters and unattributed (DESIGN §4), as
+declarative GE expectations, one function per table.
 
 Suites are built from code plus configuration (drift tolerance, each group's max reconsume times, severities),
 so one definition serves every deployment; ``rocketmq_retry.validation.project`` stores them in the file data
@@ -10,8 +11,9 @@ GE substitutes ``{batch}`` with ``str.format``, so the SQL below must not contai
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from rocketmq_retry import contract
 from rocketmq_retry.validation.settings import ValidationSettings
@@ -33,7 +35,6 @@ ANOMALY_CODES = contract.ANOMALY_CODES
 
 # The hop that puts a message in %DLQ%<group>. substr, not LIKE: '%' is LIKE's own wildcard.
 _IS_DLQ = f"(to_state = '{contract.DEAD_LETTERED}' OR substr(coalesce(physical_topic, ''), 1, 5) = '%DLQ%')"
-SUITE_META = {"contract": "docs/DESIGN.md section 4", "built_by": "rocketmq_retry.validation.suites"}
 
 
 @dataclass(frozen=True)
@@ -78,186 +79,201 @@ def local_attempt_dlq_sql(config: Config) -> str:
     )
     if not groups:
         return "FALSE"
-    return f"(to_state = 'DEAD_LETTERED' AND consumer_group IN ({', '.join(_sql_str(g) for g in groups)}))"
+    listed = ", ".join(_sql_str(g) for g in groups)
+    return f"(to_state = {_sql_str(contract.DEAD_LETTERED)} AND consumer_group IN ({listed}))"
+
+
+def _not_null(gxe: Any, table: str, columns: tuple[str, ...]) -> list[Check]:
+    return [Check(f"{table}.not_null", gxe.ExpectColumnValuesToNotBeNull(column=c)) for c in columns]
+
+
+def _key_unique(gxe: Any, table: str) -> Check:
+    return Check(f"{table}.key_unique", gxe.ExpectCompoundColumnsToBeUnique(column_list=list(contract.KEY)))
+
+
+def _events_checks(gxe: Any, config: Config, settings: ValidationSettings) -> list[Check]:
+    return [
+        *_not_null(gxe, "events", ("event_id", "event_time", "source", "source_file", "line_no", "event_type")),
+        Check("events.event_id_unique", gxe.ExpectColumnValuesToBeUnique(column="event_id")),
+        Check("events.event_type_allowed",
+              gxe.ExpectColumnValuesToBeInSet(column="event_type", value_set=list(EVENT_TYPES))),
+        Check("events.reconsume_times_non_negative",
+              gxe.ExpectColumnValuesToBeBetween(column="reconsume_times", min_value=0)),
+    ]  # fmt: skip
+
+
+def _transitions_checks(gxe: Any, config: Config, settings: ValidationSettings) -> list[Check]:
+    tol = settings.drift_tolerance_ms
+    max_sql = max_reconsume_sql(config)
+    return [
+        # physical_topic stays null for states that are not in a topic (FAILED, SENT_BACK from the client side).
+        *_not_null(gxe, "transitions", ("consumer_group", "msg_id", "hop", "from_state", "to_state")),
+        Check(
+            "transitions.hop_unique",
+            gxe.ExpectCompoundColumnsToBeUnique(column_list=["consumer_group", "msg_id", "hop"]),
+        ),
+        Check("transitions.hop_non_negative", gxe.ExpectColumnValuesToBeBetween(column="hop", min_value=0)),
+        Check(
+            "transitions.reconsume_times_increasing",
+            gxe.UnexpectedRowsExpectation(
+                description=(
+                    "reconsume_times never decreases along a lifecycle (ordered by hop); a gRPC FIFO dead "
+                    "letter is exempt: its copy carries the stored count, not the local attempts (§5.3)"
+                ),
+                unexpected_rows_query=(
+                    "SELECT * FROM (SELECT consumer_group, msg_id, hop, to_state, reconsume_times, "
+                    "LAG(reconsume_times) OVER (PARTITION BY consumer_group, msg_id ORDER BY hop) "
+                    "AS previous_reconsume_times FROM {batch}) WHERE reconsume_times < previous_reconsume_times "
+                    f"AND NOT {local_attempt_dlq_sql(config)}"
+                ),
+            ),
+        ),
+        Check(
+            "transitions.drift_within_tolerance",
+            gxe.ExpectColumnValuesToBeBetween(column="drift_ms", min_value=-tol, max_value=tol),
+        ),
+        Check(
+            "transitions.dlq_at_max_or_override",
+            gxe.UnexpectedRowsExpectation(
+                description=(
+                    "a message reaches %DLQ% only once reconsume_times reached its group's max reconsume "
+                    "times, or when the consumer asked for it (delay level < 0)"
+                ),
+                unexpected_rows_query=(
+                    f"SELECT consumer_group, msg_id, hop, reconsume_times, delay_level, physical_topic "
+                    f"FROM {{batch}} WHERE {_IS_DLQ} AND coalesce(delay_level, 0) >= 0 "
+                    f"AND reconsume_times < {max_sql} AND NOT {local_attempt_dlq_sql(config)}"
+                ),
+            ),
+        ),
+        Check(
+            "transitions.nothing_delivered_after_dlq",
+            gxe.UnexpectedRowsExpectation(
+                description="no delivery after a message's first hop into %DLQ% (in hop order: clocks of "
+                "brokers and clients disagree by milliseconds, the hop order does not)",
+                unexpected_rows_query=(
+                    "SELECT t.consumer_group, t.msg_id, t.hop, t.to_state, t.physical_topic FROM {batch} t "
+                    "JOIN (SELECT consumer_group, msg_id, min(hop) AS dlq_hop FROM {batch} "
+                    f"WHERE {_IS_DLQ} GROUP BY consumer_group, msg_id) d "
+                    "ON t.consumer_group = d.consumer_group AND t.msg_id = d.msg_id "
+                    "WHERE t.hop > d.dlq_hop AND t.to_state = 'DELIVERED'"
+                ),
+            ),
+        ),
+    ]
+
+
+def _lifecycles_checks(gxe: Any, config: Config, settings: ValidationSettings) -> list[Check]:
+    return [
+        # deliveries stays null when no delivery was observed (e.g. gRPC lifecycles seen only at the DLQ).
+        *_not_null(gxe, "lifecycles", ("consumer_group", "msg_id", "first_seen", "last_seen", "final_state")),
+        _key_unique(gxe, "lifecycles"),
+        Check(
+            "lifecycles.final_state_allowed",
+            gxe.ExpectColumnValuesToBeInSet(column="final_state", value_set=list(FINAL_STATES)),
+        ),
+        Check(
+            "lifecycles.expected_final_state_allowed",
+            gxe.ExpectColumnValuesToBeInSet(column="expected_final_state", value_set=list(FINAL_STATES)),
+        ),
+        Check(
+            "lifecycles.anomaly_codes_allowed",
+            gxe.UnexpectedRowsExpectation(
+                description="every anomaly code is one DESIGN §4 documents",
+                unexpected_rows_query=(
+                    "SELECT consumer_group, msg_id, anomalies FROM {batch} WHERE size(filter(coalesce(anomalies, "
+                    "array()), a -> NOT a IN (" + ", ".join(_sql_str(c) for c in ANOMALY_CODES) + "))) > 0"
+                ),
+            ),
+        ),
+        Check(
+            "lifecycles.last_seen_not_before_first_seen",
+            gxe.ExpectColumnPairValuesAToBeGreaterThanB(column_A="last_seen", column_B="first_seen", or_equal=True),
+        ),
+        Check(
+            "lifecycles.deliveries_non_negative",
+            gxe.ExpectColumnValuesToBeBetween(column="deliveries", min_value=0),
+        ),
+        Check(
+            "lifecycles.group_established",
+            gxe.UnexpectedRowsExpectation(
+                description="every lifecycle says how its consumer group was established, by a known method",
+                unexpected_rows_query=(
+                    "SELECT consumer_group, msg_id, attribution FROM {batch} WHERE size(coalesce(attribution, "
+                    "array())) = 0 OR size(filter(attribution, a -> NOT a IN ("
+                    + ", ".join(_sql_str(a) for a in contract.ATTRIBUTIONS)
+                    + "))) > 0"
+                ),
+            ),
+        ),
+    ]
+
+
+def _dead_letters_checks(gxe: Any, config: Config, settings: ValidationSettings) -> list[Check]:
+    return [
+        *_not_null(gxe, "dead_letters", ("consumer_group", "msg_id", "compensable")),
+        _key_unique(gxe, "dead_letters"),
+        Check(
+            "dead_letters.compensable_established",
+            gxe.UnexpectedRowsExpectation(
+                description="a dead letter that compensation may act on has its group established by evidence "
+                "or config and no review reason",
+                unexpected_rows_query=(
+                    "SELECT consumer_group, msg_id, attribution, review_reason FROM {batch} WHERE compensable "
+                    "AND (size(coalesce(attribution, array())) = 0 OR review_reason IS NOT NULL)"
+                ),
+            ),
+        ),
+        Check(
+            "dead_letters.none_held_for_review",
+            gxe.UnexpectedRowsExpectation(
+                description="no dead letter is held for review: each one's DLQ arrival was observed or its "
+                "group's DLQ threshold was reached after an observed failure",
+                unexpected_rows_query=(
+                    "SELECT consumer_group, msg_id, review_reason FROM {batch} WHERE NOT compensable"
+                ),
+            ),
+        ),
+    ]
+
+
+def _unattributed_checks(gxe: Any, config: Config, settings: ValidationSettings) -> list[Check]:
+    return [
+        Check(
+            "unattributed.none",
+            gxe.UnexpectedRowsExpectation(
+                description="every consumer line's group is established (by the line, the source's "
+                "consumer_group, a running container, the consume thread, the client log or the one declared "
+                "gRPC group); each row here names the config key that would settle it",
+                unexpected_rows_query=(
+                    "SELECT source_file, event_type, topic, reason, lines, fix FROM {batch} WHERE lines > 0"
+                ),
+            ),
+        ),
+    ]
+
+
+# Each table's expectations after its schema check, one function per table (gxe is passed in: GE is imported
+# only when a suite is built).
+_TABLE_CHECKS: dict[str, Callable[[Any, Config, ValidationSettings], list[Check]]] = {
+    "events": _events_checks,
+    "transitions": _transitions_checks,
+    "lifecycles": _lifecycles_checks,
+    "dead_letters": _dead_letters_checks,
+    "unattributed": _unattributed_checks,
+}
 
 
 def _checks(table: str, config: Config, settings: ValidationSettings) -> list[Check]:
     import great_expectations.expectations as gxe
 
-    def not_null(columns: tuple[str, ...], check: str) -> list[Check]:
-        return [Check(check, gxe.ExpectColumnValuesToNotBeNull(column=c)) for c in columns]
-
+    if table not in _TABLE_CHECKS:
+        raise ValueError(f"no suite for table {table!r}")
     schema = Check(
         f"{table}.schema",
         gxe.ExpectTableColumnsToMatchSet(column_set=list(COLUMNS[table]), exact_match=False),
     )
-    if table == "events":
-        return [
-            schema,
-            *not_null(("event_id", "event_time", "source", "source_file", "line_no", "event_type"), "events.not_null"),
-            Check("events.event_id_unique", gxe.ExpectColumnValuesToBeUnique(column="event_id")),
-            Check("events.event_type_allowed",
-                  gxe.ExpectColumnValuesToBeInSet(column="event_type", value_set=list(EVENT_TYPES))),
-            Check("events.reconsume_times_non_negative",
-                  gxe.ExpectColumnValuesToBeBetween(column="reconsume_times", min_value=0)),
-        ]  # fmt: skip
-    if table == "transitions":
-        tol = settings.drift_tolerance_ms
-        max_sql = max_reconsume_sql(config)
-        return [
-            schema,
-            # physical_topic stays null for states that are not in a topic (FAILED, SENT_BACK from the client side).
-            *not_null(("consumer_group", "msg_id", "hop", "from_state", "to_state"), "transitions.not_null"),
-            Check(
-                "transitions.hop_unique",
-                gxe.ExpectCompoundColumnsToBeUnique(column_list=["consumer_group", "msg_id", "hop"]),
-            ),
-            Check("transitions.hop_non_negative", gxe.ExpectColumnValuesToBeBetween(column="hop", min_value=0)),
-            Check(
-                "transitions.reconsume_times_increasing",
-                gxe.UnexpectedRowsExpectation(
-                    description=(
-                        "reconsume_times never decreases along a lifecycle (ordered by hop); a gRPC FIFO dead "
-                        "letter is exempt: its copy carries the stored count, not the local attempts (§5.3)"
-                    ),
-                    unexpected_rows_query=(
-                        "SELECT * FROM (SELECT consumer_group, msg_id, hop, to_state, reconsume_times, "
-                        "LAG(reconsume_times) OVER (PARTITION BY consumer_group, msg_id ORDER BY hop) "
-                        "AS previous_reconsume_times FROM {batch}) WHERE reconsume_times < previous_reconsume_times "
-                        f"AND NOT {local_attempt_dlq_sql(config)}"
-                    ),
-                ),
-            ),
-            Check(
-                "transitions.drift_within_tolerance",
-                gxe.ExpectColumnValuesToBeBetween(column="drift_ms", min_value=-tol, max_value=tol),
-            ),
-            Check(
-                "transitions.dlq_at_max_or_override",
-                gxe.UnexpectedRowsExpectation(
-                    description=(
-                        "a message reaches %DLQ% only once reconsume_times reached its group's max reconsume "
-                        "times, or when the consumer asked for it (delay level < 0)"
-                    ),
-                    unexpected_rows_query=(
-                        f"SELECT consumer_group, msg_id, hop, reconsume_times, delay_level, physical_topic "
-                        f"FROM {{batch}} WHERE {_IS_DLQ} AND coalesce(delay_level, 0) >= 0 "
-                        f"AND reconsume_times < {max_sql} AND NOT {local_attempt_dlq_sql(config)}"
-                    ),
-                ),
-            ),
-            Check(
-                "transitions.nothing_delivered_after_dlq",
-                gxe.UnexpectedRowsExpectation(
-                    description="no delivery after a message's first hop into %DLQ% (in hop order: clocks of "
-                    "brokers and clients disagree by milliseconds, the hop order does not)",
-                    unexpected_rows_query=(
-                        "SELECT t.consumer_group, t.msg_id, t.hop, t.to_state, t.physical_topic FROM {batch} t "
-                        "JOIN (SELECT consumer_group, msg_id, min(hop) AS dlq_hop FROM {batch} "
-                        f"WHERE {_IS_DLQ} GROUP BY consumer_group, msg_id) d "
-                        "ON t.consumer_group = d.consumer_group AND t.msg_id = d.msg_id "
-                        "WHERE t.hop > d.dlq_hop AND t.to_state = 'DELIVERED'"
-                    ),
-                ),
-            ),
-        ]
-    if table == "lifecycles":
-        return [
-            schema,
-            *not_null(
-                # deliveries stays null when no delivery was observed (e.g. gRPC lifecycles seen only at the DLQ).
-                ("consumer_group", "msg_id", "first_seen", "last_seen", "final_state"),
-                "lifecycles.not_null",
-            ),
-            Check(
-                "lifecycles.key_unique",
-                gxe.ExpectCompoundColumnsToBeUnique(column_list=["consumer_group", "msg_id"]),
-            ),
-            Check(
-                "lifecycles.final_state_allowed",
-                gxe.ExpectColumnValuesToBeInSet(column="final_state", value_set=list(FINAL_STATES)),
-            ),
-            Check(
-                "lifecycles.expected_final_state_allowed",
-                gxe.ExpectColumnValuesToBeInSet(column="expected_final_state", value_set=list(FINAL_STATES)),
-            ),
-            Check(
-                "lifecycles.anomaly_codes_allowed",
-                gxe.UnexpectedRowsExpectation(
-                    description="every anomaly code is one DESIGN §4 documents",
-                    unexpected_rows_query=(
-                        "SELECT consumer_group, msg_id, anomalies FROM {batch} WHERE size(filter(coalesce(anomalies, "
-                        "array()), a -> NOT a IN (" + ", ".join(_sql_str(c) for c in ANOMALY_CODES) + "))) > 0"
-                    ),
-                ),
-            ),
-            Check(
-                "lifecycles.last_seen_not_before_first_seen",
-                gxe.ExpectColumnPairValuesAToBeGreaterThanB(column_A="last_seen", column_B="first_seen", or_equal=True),
-            ),
-            Check(
-                "lifecycles.deliveries_non_negative",
-                gxe.ExpectColumnValuesToBeBetween(column="deliveries", min_value=0),
-            ),
-            Check(
-                "lifecycles.group_established",
-                gxe.UnexpectedRowsExpectation(
-                    description="every lifecycle says how its consumer group was established, by a known method",
-                    unexpected_rows_query=(
-                        "SELECT consumer_group, msg_id, attribution FROM {batch} WHERE size(coalesce(attribution, "
-                        "array())) = 0 OR size(filter(attribution, a -> NOT a IN ("
-                        + ", ".join(_sql_str(a) for a in contract.ATTRIBUTIONS)
-                        + "))) > 0"
-                    ),
-                ),
-            ),
-        ]
-    if table == "dead_letters":
-        return [
-            schema,
-            *not_null(("consumer_group", "msg_id", "compensable"), "dead_letters.not_null"),
-            Check(
-                "dead_letters.key_unique",
-                gxe.ExpectCompoundColumnsToBeUnique(column_list=["consumer_group", "msg_id"]),
-            ),
-            Check(
-                "dead_letters.compensable_established",
-                gxe.UnexpectedRowsExpectation(
-                    description="a dead letter that compensation may act on has its group established by evidence "
-                    "or config and no review reason",
-                    unexpected_rows_query=(
-                        "SELECT consumer_group, msg_id, attribution, review_reason FROM {batch} WHERE compensable "
-                        "AND (size(coalesce(attribution, array())) = 0 OR review_reason IS NOT NULL)"
-                    ),
-                ),
-            ),
-            Check(
-                "dead_letters.none_held_for_review",
-                gxe.UnexpectedRowsExpectation(
-                    description="no dead letter is held for review: each one's DLQ arrival was observed or its "
-                    "group's DLQ threshold was reached after an observed failure",
-                    unexpected_rows_query=(
-                        "SELECT consumer_group, msg_id, review_reason FROM {batch} WHERE NOT compensable"
-                    ),
-                ),
-            ),
-        ]
-    if table == "unattributed":
-        return [
-            schema,
-            Check(
-                "unattributed.none",
-                gxe.UnexpectedRowsExpectation(
-                    description="every consumer line's group is established (by the line, the source's "
-                    "consumer_group, a running container, the consume thread, the client log or the one declared "
-                    "gRPC group); each row here names the config key that would settle it",
-                    unexpected_rows_query=(
-                        "SELECT source_file, event_type, topic, reason, lines, fix FROM {batch} WHERE lines > 0"
-                    ),
-                ),
-            ),
-        ]
-    raise ValueError(f"no suite for table {table!r}")
+    return [schema, *_TABLE_CHECKS[table](gxe, config, settings)]
 
 
 def suite_name(table: str) -> str:
@@ -273,19 +289,3 @@ def expectations_for(table: str, config: Config, settings: ValidationSettings) -
         expectation.severity = settings.severity(check.id)  # type: ignore[assignment]
         out.append(expectation)
     return out
-
-
-def build_suite(table: str, config: Config, settings: ValidationSettings) -> gx.ExpectationSuite:
-    import great_expectations as gx
-
-    suite = gx.ExpectationSuite(name=suite_name(table), meta=dict(SUITE_META, table=table))
-    for expectation in expectations_for(table, config, settings):
-        suite.add_expectation(expectation)
-    return suite
-
-
-def check_ids(table: str) -> list[str]:
-    """The check ids a table's suite defines (without building GE objects twice in callers)."""
-    from rocketmq_retry.config import Config
-
-    return sorted({c.id for c in _checks(table, Config(), ValidationSettings())})
