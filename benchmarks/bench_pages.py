@@ -75,7 +75,8 @@ def synthetic(base: pathlib.Path, n: int, ds: str) -> tuple[pathlib.Path, pathli
     from sqlalchemy import text
 
     from rocketmq_retry import contract
-    from rocketmq_retry.compensation.ledger import Ledger, Registration
+    from rocketmq_retry.compensation.ledger import Ledger
+    from rocketmq_retry.compensation.model import Registration
     from rocketmq_retry.jobs.partitions import write_partitions
 
     types = {"string": pa.string(), "timestamp": pa.timestamp("us", tz="UTC"), "bigint": pa.int64(),

@@ -15,7 +15,8 @@ from typing import Any
 from sqlalchemy import func, select, tuple_
 from sqlalchemy.engine import make_url
 
-from rocketmq_retry.compensation.ledger import Ledger, resolve_ledger_url
+from rocketmq_retry.compensation.database import resolve_ledger_url
+from rocketmq_retry.compensation.ledger import Ledger
 from rocketmq_retry.compensation.schema import ledger as ledger_table
 from rocketmq_retry.config import Config
 from rocketmq_retry.explore.model import CompensationRecord
