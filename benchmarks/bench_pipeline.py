@@ -14,8 +14,10 @@ order:
    dead letter to;
 
 and DuckDB doing the ingest's extraction over the same files (``bench_ingest.duckdb_ingest``) in a process of its
-own. Each step's peak memory is sampled over its process tree (every 0.2 s: the sum of ``VmHWM`` over the live
-processes, JVM and Python apart), so the JVM that spark-submit starts is measured, not only Python.
+own. Each step's CPU seconds are its whole process tree's (``wait4``), a figure that holds on a shared machine
+where wall seconds do not. Each step's peak memory is sampled over its process tree (every 0.2 s: the sum of
+``VmHWM`` over the live processes, JVM and Python apart), so the JVM that spark-submit starts is measured, not
+only Python.
 
 It prints one table per size (seconds, rows in and out, rate, peak RSS) and, for two sizes or more, each step's
 growth from the smallest to the largest size and the issue #18 targets. Not a test: numbers depend on the machine.
@@ -137,6 +139,7 @@ class Step:
     unit: str
     jvm_gib: float
     python_gib: float
+    cpu_s: float = float("nan")
     notes: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -152,9 +155,13 @@ def run_measured(
         t0 = time.monotonic()
         proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=env)
         mem = TreeMemory(proc.pid)
-        rc = proc.wait()
+        # wait4's rusage adds up the CPU time of the whole tree (each parent waits for its children): on a
+        # machine shared with other jobs it tells the step's own work apart from the time it waited for a core
+        _, status, usage = os.wait4(proc.pid, 0)
+        proc.returncode = rc = os.waitstatus_to_exitcode(status)
         seconds = time.monotonic() - t0
         peak = mem.stop()
+        peak["cpu_s"] = usage.ru_utime + usage.ru_stime
     if rc != 0:
         tail = log.read_text(encoding="utf-8", errors="replace").splitlines()[-20:]
         raise RuntimeError(f"exit {rc}: {' '.join(cmd)}\n" + "\n".join(tail))
@@ -317,9 +324,10 @@ def run_size(size: int, base: pathlib.Path, keep: bool, duckdb: bool) -> list[St
     steps: list[Step] = []
 
     def step(title: str, seconds: float, rows_in: int, rows_out: int, unit: str, peak: dict[str, float]) -> None:
-        s = Step(title, seconds, rows_in, rows_out, unit, peak["jvm"], peak["python"])
+        s = Step(title, seconds, rows_in, rows_out, unit, peak["jvm"], peak["python"], peak["cpu_s"])
         steps.append(s)
-        print(f"[{name}] {title}: {seconds:.1f} s, {rows_in} -> {rows_out} ({s.rate:,.0f} {unit}/s), "
+        print(f"[{name}] {title}: {seconds:.1f} s ({s.cpu_s:.0f} CPU-s), {rows_in} -> {rows_out} "
+              f"({s.rate:,.0f} {unit}/s), "
               f"JVM {s.jvm_gib:.2f} GiB, Python {s.python_gib:.2f} GiB; load {os.getloadavg()[0]:.1f}",
               file=sys.stderr, flush=True)  # fmt: skip
 
@@ -398,18 +406,20 @@ PIPELINE = ("ingest", "reconstruct", "validate", "compensate")
 
 def print_size(size: int, steps: list[Step]) -> None:
     print(f"\n{label(size)} lines ({size:,} asked)")
-    print("| step | seconds | rows in | rows out | rate | peak JVM GiB | peak Python GiB |")
-    print("|---|---|---|---|---|---|---|")
+    print("| step | seconds | CPU s | rows in | rows out | rate | peak JVM GiB | peak Python GiB |")
+    print("|---|---|---|---|---|---|---|---|")
     for s in steps:
         rate = f"{s.rate:,.0f} {s.unit}/s"
         if "lifecycles_per_s" in s.notes:
             rate += f" ({s.notes['lifecycles_per_s']:,.0f} lifecycles/s)"
-        print(f"| {s.name} | {s.seconds:.1f} | {s.rows_in:,} | {s.rows_out:,} | {rate} | {s.jvm_gib:.2f} "
+        print(f"| {s.name} | {s.seconds:.1f} | {s.cpu_s:.0f} | {s.rows_in:,} | {s.rows_out:,} | {rate} "
+              f"| {s.jvm_gib:.2f} "
               f"| {s.python_gib:.2f} |")  # fmt: skip
     pipe = [s for s in steps if s.name in PIPELINE]
     total = sum(s.seconds for s in pipe)
     peak = max(s.jvm_gib + s.python_gib for s in pipe)
-    print(f"| **day end to end** (ingest + reconstruct + validate + compensate) | {total:.1f} | | | | "
+    cpu = sum(s.cpu_s for s in pipe)
+    print(f"| **day end to end** (ingest + reconstruct + validate + compensate) | {total:.1f} | {cpu:.0f} | | | | "
           f"{max(s.jvm_gib for s in pipe):.2f} | {max(s.python_gib for s in pipe):.2f} |")  # fmt: skip
     print(f"peak JVM + Python of one step: {peak:.2f} GiB")
 
@@ -419,12 +429,13 @@ def print_growth(results: dict[int, list[Step]]) -> None:
     by = {size: {s.name: s for s in steps} for size, steps in results.items()}
     factor = large / small
     print(f"\ngrowth {label(large)} / {label(small)} (at most {factor:g}x is linear)")
-    print("| step | seconds | ratio | rows in ratio |")
-    print("|---|---|---|---|")
+    print("| step | seconds | ratio | CPU s | ratio | rows in ratio |")
+    print("|---|---|---|---|---|---|")
     for name in by[small]:
         a, b = by[small][name], by[large].get(name)
         if b:
             print(f"| {name} | {a.seconds:.1f} -> {b.seconds:.1f} | {b.seconds / a.seconds:.1f}x "
+                  f"| {a.cpu_s:.0f} -> {b.cpu_s:.0f} | {b.cpu_s / a.cpu_s:.1f}x "
                   f"| {b.rows_in / max(a.rows_in, 1):.1f}x |")  # fmt: skip
     big = by[large]
     total = sum(big[n].seconds for n in PIPELINE)
