@@ -83,7 +83,8 @@ def _hwm_kib(pid: int) -> int:
 
 def _kind(proc: Any) -> str | None:
     try:
-        name = proc.name()
+        # the executable, not the process name: a console script (rocketmq-retry) is a Python process too
+        name = pathlib.Path(proc.exe()).name
     except Exception:  # gone between listing and reading
         return None
     if name == "java":
@@ -366,7 +367,7 @@ def run_size(size: int, base: pathlib.Path, keep: bool, duckdb: bool) -> list[St
         cmd = [sys.executable, __file__, "--child-duckdb", str(landing), str(config), str(out), str(counts_json)]
         seconds, peak = run_measured(cmd, logs / "duckdb.log")
         counts = json.loads(counts_json.read_text())
-        step("duckdb extraction", seconds, counts["lines"], counts.get("event", 0), "lines", peak)
+        step("duckdb extraction", seconds, counts["lines"], counts.get("event", 0), "lines", peak)  # log events
     return steps
 
 
