@@ -1,0 +1,496 @@
+"""The whole daily pipeline at size: each step as the DAG runs it, on simulated days of 1 M and 10 M lines.
+
+    .venv/bin/python benchmarks/bench_pipeline.py [--sizes 1000000,10000000] [--workdir DIR] [--keep]
+
+For each size it simulates a day of the ``shared-topic`` topology (benchmarks/topologies/: two groups of two
+applications on one topic, a third alone; no source names a group), then runs, one process each and in the DAG's
+order:
+
+1. ingest and 2. reconstruct as ``spark-submit`` processes, with the command ``RocketMQSparkJobOperator`` builds
+   (its own ``execute`` up to the hook's ``Popen``: properties file, ``--conf`` from the config, ``--py-files``);
+3. validate as the DAG's validate task runs it (``validation.run.run`` in a Python process, local Spark);
+4. compensate (``rocketmq-retry compensate``: the DAG's plan -> batches -> summary, in one process) against a
+   local HTTP receiver on 127.0.0.1 (a stdlib server in a thread answering 200) that the config routes every
+   dead letter to;
+
+and DuckDB doing the ingest's extraction over the same files (``bench_ingest.duckdb_ingest``) in a process of its
+own. Each step's CPU seconds are its whole process tree's (``wait4``), a figure that holds on a shared machine
+where wall seconds do not. Each step's peak memory is sampled over its process tree (every 0.2 s: the sum of
+``VmHWM`` over the live processes, JVM and Python apart), so the JVM that spark-submit starts is measured, not
+only Python.
+
+It prints one table per size (seconds, rows in and out, rate, peak RSS) and, for two sizes or more, each step's
+growth from the smallest to the largest size and the issue #18 targets. Not a test: numbers depend on the machine.
+Each size's landing, warehouse and config stay under ``<workdir>/<size>`` (``--keep`` also keeps a warehouse that
+existed before; by default the warehouse is rebuilt, the simulated landing reused when its settings match).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import pathlib
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import asdict, dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+from unittest import mock
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+TOPOLOGY = ROOT / "benchmarks" / "topologies" / "shared-topic.yaml"
+SCENARIO = ROOT / "benchmarks" / "topologies" / "shared-topic-scenario.yaml"
+DS = "2026-11-20"
+SEED = 3
+# Calibrated on this topology (2026-11-25, seed 3): a day holds ~7.3 k fixed lines, ~70 lines per business
+# message and ~329 k periodic lines per unit of --noise. Traffic is 1 message per 600 lines, as in
+# bench_ingest.py; the noise makes up the rest.
+FIXED_LINES, LINES_PER_MESSAGE_LOGGED, NOISE_LINES = 7_300, 70, 328_600
+LINES_PER_MESSAGE = 600
+SPARK_CONN = {"conn_type": "spark", "host": "local[2]"}
+SPARK_SETTINGS = {"driver_memory": "2g", "shuffle_partitions": 4}
+
+
+def simulation_args(lines: int) -> dict[str, Any]:
+    messages = max(50, lines // LINES_PER_MESSAGE)
+    noise = round(max(0.0, lines - FIXED_LINES - messages * LINES_PER_MESSAGE_LOGGED) / NOISE_LINES, 2)
+    return {"messages": messages, "noise": noise, "seed": SEED, "date": DS, "topology": TOPOLOGY.stem}
+
+
+def label(size: int) -> str:
+    return f"{size // 1_000_000}m" if size % 1_000_000 == 0 else str(size)
+
+
+# --------------------------------------------------------------------------------------------------------------
+# process-tree memory
+
+
+def _hwm_kib(pid: int) -> int:
+    try:
+        with open(f"/proc/{pid}/status", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+def _kind(proc: Any) -> str | None:
+    try:
+        # the executable, not the process name: a console script (rocketmq-retry) is a Python process too
+        name = pathlib.Path(proc.exe()).name
+    except Exception:  # gone between listing and reading
+        return None
+    if name == "java":
+        return "jvm"
+    return "python" if name.startswith("python") else None
+
+
+class TreeMemory:
+    """Peak memory of a process and its descendants, JVM and Python apart: every ``interval`` s the sum of the
+    peak RSS (``VmHWM``) of the live processes of each kind. A process's own peak is exact; the sum is an upper
+    bound when two processes of a kind peak at different moments (a step's JVM is one process)."""
+
+    def __init__(self, pid: int, interval: float = 0.2) -> None:
+        import psutil
+
+        self.root = psutil.Process(pid)
+        self.interval = interval
+        self.peak = {"jvm": 0, "python": 0}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _sample(self) -> None:
+        try:
+            procs = [self.root, *self.root.children(recursive=True)]
+        except Exception:
+            return
+        now = {"jvm": 0, "python": 0}
+        for p in procs:
+            kind = _kind(p)
+            if kind:
+                now[kind] += _hwm_kib(p.pid)
+        for kind, kib in now.items():
+            self.peak[kind] = max(self.peak[kind], kib)
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            self._sample()
+            self._stop.wait(self.interval)
+
+    def stop(self) -> dict[str, float]:
+        self._stop.set()
+        self._thread.join()
+        return {k: v / 1024 / 1024 for k, v in self.peak.items()}  # GiB
+
+
+@dataclass
+class Step:
+    name: str
+    seconds: float
+    rows_in: int
+    rows_out: int
+    unit: str
+    jvm_gib: float
+    python_gib: float
+    cpu_s: float = float("nan")
+    notes: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def rate(self) -> float:
+        return self.rows_in / self.seconds if self.seconds else float("nan")
+
+
+def run_measured(
+    cmd: list[str], log: pathlib.Path, env: dict[str, str] | None = None
+) -> tuple[float, dict[str, float]]:
+    """Run ``cmd`` to completion (output to ``log``); its wall seconds and its process tree's peak memory."""
+    with open(log, "w", encoding="utf-8") as out:
+        t0 = time.monotonic()
+        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=env)
+        mem = TreeMemory(proc.pid)
+        # wait4's rusage adds up the CPU time of the whole tree (each parent waits for its children): on a
+        # machine shared with other jobs it tells the step's own work apart from the time it waited for a core
+        _, status, usage = os.wait4(proc.pid, 0)
+        proc.returncode = rc = os.waitstatus_to_exitcode(status)
+        seconds = time.monotonic() - t0
+        peak = mem.stop()
+        peak["cpu_s"] = usage.ru_utime + usage.ru_stime
+    if rc != 0:
+        tail = log.read_text(encoding="utf-8", errors="replace").splitlines()[-20:]
+        raise RuntimeError(f"exit {rc}: {' '.join(cmd)}\n" + "\n".join(tail))
+    return seconds, peak
+
+
+# --------------------------------------------------------------------------------------------------------------
+# the DAG's spark-submit command
+
+
+class _Ti:
+    def __init__(self, paths: dict[str, str]) -> None:
+        self.paths = paths
+
+    def xcom_pull(self, task_ids: str | None = None, **_: Any) -> dict[str, str]:
+        return self.paths
+
+
+def spark_submit_command(
+    job: str, paths: dict[str, str], package_dir: pathlib.Path
+) -> tuple[list[str], dict[str, str]]:
+    """The command and environment the DAG's ``RocketMQSparkJobOperator`` gives ``Popen`` for ``job``: its
+    ``execute`` runs for real and the hook's ``submit`` hands over what it would have started."""
+    from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
+
+    from rocketmq_retry.airflow.dag_parts import spark_job
+    from rocketmq_retry.airflow.settings import load_airflow_settings
+
+    captured: dict[str, Any] = {}
+
+    def submit(hook: SparkSubmitHook, application: str = "", **_: Any) -> None:
+        captured["cmd"] = hook._build_spark_submit_command(application)
+        captured["env"] = {**os.environ, **(hook._env or {})}
+
+    operator = spark_job(job, load_airflow_settings(), needs_landing=job == "ingest")
+    operator.package_dir = str(package_dir)
+    with mock.patch.object(SparkSubmitHook, "submit", submit):
+        operator.execute({"ti": _Ti(paths)})
+    return captured["cmd"], captured["env"]
+
+
+# --------------------------------------------------------------------------------------------------------------
+# the HTTP receiver
+
+
+class _Receiver(BaseHTTPRequestHandler):
+    calls = 0
+    lock = threading.Lock()
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        with _Receiver.lock:
+            _Receiver.calls += 1
+        self.send_response(200)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    def log_message(self, *_: Any) -> None:  # one line per call would drown the benchmark's output
+        pass
+
+
+def start_receiver() -> ThreadingHTTPServer:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Receiver)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server
+
+
+# --------------------------------------------------------------------------------------------------------------
+# one size
+
+
+def write_config(path: pathlib.Path, port: int) -> None:
+    import yaml
+
+    config = yaml.safe_load(TOPOLOGY.read_text(encoding="utf-8"))
+    config["spark"] = dict(SPARK_SETTINGS)
+    config["compensation"] = {
+        "routes": [{"topic": "*", "group": "*", "handler": "receiver"}],
+        "handlers": {"receiver": {"type": "http", "url": f"http://127.0.0.1:{port}/compensations"}},
+    }
+    path.write_text(
+        "# bench_pipeline.py: benchmarks/topologies/shared-topic.yaml + Spark settings + a local HTTP receiver\n"
+        + yaml.safe_dump(config, sort_keys=False),
+        encoding="utf-8",
+    )
+
+
+def simulate(landing: pathlib.Path, size: int) -> None:
+    """Simulate the landing unless one with the same settings is there (the marker sits beside it)."""
+    wanted = simulation_args(size)
+    marker = landing.with_name("simulated.json")
+    if landing.is_dir() and marker.is_file() and json.loads(marker.read_text()) == wanted:
+        print(f"[{label(size)}] reusing {landing} ({wanted})", file=sys.stderr, flush=True)
+        return
+    from rocketmq_retry.simulate.cli import main as simulate_main
+
+    t0 = time.monotonic()
+    simulate_main(
+        ["--date", DS, "--out", str(landing), "--config", str(TOPOLOGY), "--scenario", str(SCENARIO),
+         "--messages", str(wanted["messages"]), "--noise", str(wanted["noise"]), "--seed", str(SEED),
+         "--force", "--quiet"]
+    )  # fmt: skip
+    marker.write_text(json.dumps(wanted) + "\n")
+    print(f"[{label(size)}] simulated {landing} in {time.monotonic() - t0:.0f} s", file=sys.stderr, flush=True)
+
+
+def parquet_rows(warehouse: pathlib.Path, table: str) -> int:
+    import pyarrow.parquet as pq
+
+    from rocketmq_retry.jobs.partitions import committed
+
+    part = committed(warehouse, table, DS)
+    return sum(pq.ParquetFile(p).metadata.num_rows for p in part.glob("*.parquet"))
+
+
+def lines_read(warehouse: pathlib.Path) -> int:
+    import pyarrow.dataset as pads
+
+    from rocketmq_retry.jobs.partitions import committed
+
+    t = pads.dataset(str(committed(warehouse, "ingest_report", DS)), format="parquet").to_table()
+    return sum(
+        (a or 0) + (b or 0) for a, b in zip(t["lines_read"].to_pylist(), t["other_date"].to_pylist(), strict=True)
+    )
+
+
+def save_results(home: pathlib.Path, size: int, steps: list[Step]) -> None:
+    """This size's steps, for a later invocation's growth table; with the load average of the moment."""
+    saved = {"size": size, "load": os.getloadavg(), "steps": [asdict(s) for s in steps]}
+    (home / "results.json").write_text(json.dumps(saved, indent=1) + "\n")
+
+
+def run_size(size: int, base: pathlib.Path, keep: bool, duckdb: bool) -> list[Step]:
+    name = label(size)
+    home = base / name
+    landing, warehouse, config = home / "landing", home / "warehouse", home / "rocketmq-retry.yaml"
+    logs = home / "logs"
+    home.mkdir(parents=True, exist_ok=True)
+    logs.mkdir(exist_ok=True)
+    simulate(landing, size)
+    if warehouse.exists() and not keep:
+        shutil.rmtree(warehouse)
+    warehouse.mkdir(exist_ok=True)
+    gx_root = home / "expectations"  # the run's own GE project: its results and Data Docs are not the checkout's
+    shutil.rmtree(gx_root, ignore_errors=True)
+    shutil.copytree(ROOT / "expectations", gx_root, ignore=shutil.ignore_patterns("uncommitted"))
+    receiver = start_receiver()
+    write_config(config, receiver.server_address[1])
+    os.environ.update(
+        AIRFLOW_HOME=str(home / "airflow"),
+        AIRFLOW_CONN_SPARK_DEFAULT=json.dumps(SPARK_CONN),
+        ROCKETMQ_RETRY_CONFIG=str(config),
+        ROCKETMQ_RETRY_GX_ROOT=str(gx_root),
+        SPARK_LOCAL_IP="127.0.0.1",
+        PYSPARK_PYTHON=sys.executable,
+        PYSPARK_DRIVER_PYTHON=sys.executable,
+        PATH=f"{pathlib.Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
+    )
+    paths = {"ds": DS, "landing": str(landing), "warehouse": str(warehouse), "config": str(config)}
+    steps: list[Step] = []
+
+    def step(title: str, seconds: float, rows_in: int, rows_out: int, unit: str, peak: dict[str, float]) -> None:
+        s = Step(title, seconds, rows_in, rows_out, unit, peak["jvm"], peak["python"], peak["cpu_s"])
+        steps.append(s)
+        print(f"[{name}] {title}: {seconds:.1f} s ({s.cpu_s:.0f} CPU-s), {rows_in} -> {rows_out} "
+              f"({s.rate:,.0f} {unit}/s), "
+              f"JVM {s.jvm_gib:.2f} GiB, Python {s.python_gib:.2f} GiB; load {os.getloadavg()[0]:.1f}",
+              file=sys.stderr, flush=True)  # fmt: skip
+
+    for job in ("ingest", "reconstruct"):
+        cmd, env = spark_submit_command(job, paths, home / "dist")
+        (logs / f"{job}.cmd").write_text(" ".join(cmd) + "\n")
+        seconds, peak = run_measured(cmd, logs / f"{job}.log", env)
+        if job == "ingest":
+            step("ingest", seconds, lines_read(warehouse), parquet_rows(warehouse, "events"), "lines", peak)
+        else:
+            events = parquet_rows(warehouse, "events")
+            step("reconstruct", seconds, events, parquet_rows(warehouse, "lifecycles"), "events", peak)
+    lifecycles = steps[-1].rows_out
+    summary_json = logs / "validate.json"
+    validate = [sys.executable, __file__, "--child-validate", str(warehouse), str(config), str(summary_json)]
+    seconds, peak = run_measured(validate, logs / "validate.log")
+    summary = json.loads(summary_json.read_text())
+    if not summary["success"]:
+        raise RuntimeError(f"validation failed: {summary['critical_failures']}")
+    step("validate", seconds, sum(summary["rows"].values()), summary["evaluated"], "rows", peak)
+    steps[-1].notes["lifecycles_per_s"] = lifecycles / seconds
+    dead = parquet_rows(warehouse, "dead_letters")
+    compensate = [str(pathlib.Path(sys.executable).parent / "rocketmq-retry"), "compensate", "--date", DS,
+                  "--warehouse", str(warehouse), "--config", str(config), "--format", "json"]  # fmt: skip
+    _Receiver.calls = 0
+    seconds, peak = run_measured(compensate, logs / "compensate.log")
+    result = json.loads((logs / "compensate.log").read_text().strip().splitlines()[-1])
+    step("compensate", seconds, dead, result.get("done", 0), "dead letters", peak)
+    steps[-1].notes["http_calls"] = _Receiver.calls
+    receiver.shutdown()
+    if duckdb:
+        out = home / "duckdb"
+        shutil.rmtree(out, ignore_errors=True)
+        out.mkdir()
+        counts_json = logs / "duckdb.json"
+        cmd = [sys.executable, __file__, "--child-duckdb", str(landing), str(config), str(out), str(counts_json)]
+        seconds, peak = run_measured(cmd, logs / "duckdb.log")
+        counts = json.loads(counts_json.read_text())
+        step("duckdb extraction", seconds, counts["lines"], counts.get("event", 0), "lines", peak)  # log events
+    return steps
+
+
+# --------------------------------------------------------------------------------------------------------------
+# children (own processes, so their memory is their own)
+
+
+def child_validate(warehouse: str, config: str, out: str) -> int:
+    from rocketmq_retry.config import load_config
+    from rocketmq_retry.validation.run import run
+
+    summary = run(DS, warehouse, load_config(config))  # what ValidatePartitionOperator.execute calls
+    pathlib.Path(out).write_text(json.dumps(summary.as_dict(), default=str))
+    return 0
+
+
+def child_duckdb(landing: str, config: str, out: str, counts_out: str) -> int:
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from bench_ingest import duckdb_ingest
+
+    from rocketmq_retry.config import load_config
+    from rocketmq_retry.jobs.ingest_read import resolve_files
+
+    cfg = load_config(config)
+    files, _ = resolve_files(cfg, landing, DS)
+    counts = duckdb_ingest(files, DS, cfg.timezone, pathlib.Path(out))
+    pathlib.Path(counts_out).write_text(json.dumps(counts))
+    return 0
+
+
+# --------------------------------------------------------------------------------------------------------------
+# tables
+
+
+PIPELINE = ("ingest", "reconstruct", "validate", "compensate")
+
+
+def print_size(size: int, steps: list[Step]) -> None:
+    print(f"\n{label(size)} lines ({size:,} asked)")
+    print("| step | seconds | CPU s | rows in | rows out | rate | peak JVM GiB | peak Python GiB |")
+    print("|---|---|---|---|---|---|---|---|")
+    for s in steps:
+        rate = f"{s.rate:,.0f} {s.unit}/s"
+        if "lifecycles_per_s" in s.notes:
+            rate += f" ({s.notes['lifecycles_per_s']:,.0f} lifecycles/s)"
+        print(f"| {s.name} | {s.seconds:.1f} | {s.cpu_s:.0f} | {s.rows_in:,} | {s.rows_out:,} | {rate} "
+              f"| {s.jvm_gib:.2f} "
+              f"| {s.python_gib:.2f} |")  # fmt: skip
+    pipe = [s for s in steps if s.name in PIPELINE]
+    total = sum(s.seconds for s in pipe)
+    peak = max(s.jvm_gib + s.python_gib for s in pipe)
+    cpu = sum(s.cpu_s for s in pipe)
+    print(f"| **day end to end** (ingest + reconstruct + validate + compensate) | {total:.1f} | {cpu:.0f} | | | | "
+          f"{max(s.jvm_gib for s in pipe):.2f} | {max(s.python_gib for s in pipe):.2f} |")  # fmt: skip
+    print(f"peak JVM + Python of one step: {peak:.2f} GiB")
+
+
+def print_growth(results: dict[int, list[Step]]) -> None:
+    small, large = min(results), max(results)
+    by = {size: {s.name: s for s in steps} for size, steps in results.items()}
+    factor = large / small
+    print(f"\ngrowth {label(large)} / {label(small)} (at most {factor:g}x is linear)")
+    print("| step | seconds | ratio | CPU s | ratio | rows in ratio |")
+    print("|---|---|---|---|---|---|")
+    for name in by[small]:
+        a, b = by[small][name], by[large].get(name)
+        if b:
+            print(f"| {name} | {a.seconds:.1f} -> {b.seconds:.1f} | {b.seconds / a.seconds:.1f}x "
+                  f"| {a.cpu_s:.0f} -> {b.cpu_s:.0f} | {b.cpu_s / a.cpu_s:.1f}x "
+                  f"| {b.rows_in / max(a.rows_in, 1):.1f}x |")  # fmt: skip
+    big = by[large]
+    total = sum(big[n].seconds for n in PIPELINE)
+    peak = max(big[n].jvm_gib + big[n].python_gib for n in PIPELINE)
+    print(f"\ntargets at {label(large)}:")
+    print(f"  day end to end {total:.1f} s (<= 240 s: {'met' if total <= 240 else 'NOT met'})")
+    ratio = big["reconstruct"].seconds / big["ingest"].seconds
+    print(f"  reconstruct / ingest {ratio:.2f}x (<= 1.5x: {'met' if ratio <= 1.5 else 'NOT met'})")
+    worst = max(PIPELINE, key=lambda n: big[n].seconds / by[small][n].seconds)
+    g = big[worst].seconds / by[small][worst].seconds
+    print(f"  largest growth {worst} {g:.1f}x (<= {factor:g}x: {'met' if g <= factor else 'NOT met'})")
+    print(f"  peak JVM + Python {peak:.2f} GiB (< 6 GiB: {'met' if peak < 6 else 'NOT met'})")
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--sizes", default="1000000,10000000", help="simulated lines per day, comma-separated")
+    p.add_argument(
+        "--workdir",
+        default=str(pathlib.Path(tempfile.gettempdir()) / "rocketmq-retry-bench-pipeline"),
+        help="where each size's landing, warehouse and config go (<workdir>/1m, ...; outside the repository)",
+    )
+    p.add_argument("--keep", action="store_true", help="keep an existing warehouse instead of starting it afresh")
+    p.add_argument("--no-duckdb", action="store_true", help="skip DuckDB's extraction")
+    p.add_argument("--child-validate", nargs=3, help=argparse.SUPPRESS)
+    p.add_argument("--child-duckdb", nargs=4, help=argparse.SUPPRESS)
+    args = p.parse_args(argv)
+    if args.child_validate:
+        return child_validate(*args.child_validate)
+    if args.child_duckdb:
+        return child_duckdb(*args.child_duckdb)
+    sizes = sorted(int(s) for s in args.sizes.split(","))
+    base = pathlib.Path(args.workdir).resolve()
+    if ROOT in base.parents or base == ROOT:
+        p.error(f"--workdir {base} is inside the repository; pick a folder outside it")
+    results: dict[int, list[Step]] = {}
+    for size in sizes:
+        results[size] = run_size(size, base, args.keep, not args.no_duckdb)
+        save_results(base / label(size), size, results[size])
+    # sizes measured by an earlier invocation in the same workdir (say 1 M, then 10 M) still give a growth table
+    for marker in sorted(base.glob("*/results.json")):
+        saved = json.loads(marker.read_text())
+        results.setdefault(int(saved["size"]), [Step(**s) for s in saved["steps"]])
+    print(
+        f"\nsettings: {os.cpu_count()} cores; spark-submit with the DAG's command (connection {SPARK_CONN['host']}, "
+        f"spark_apps/spark-defaults.conf, config spark: {SPARK_SETTINGS}); validate local Spark with the same; "
+        f"compensate: SQLite ledger, one HTTP handler on 127.0.0.1; topology {TOPOLOGY.stem}, seed {SEED}"
+    )
+    for size, steps in results.items():
+        print_size(size, steps)
+    if len(results) > 1:
+        print_growth(results)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
