@@ -216,6 +216,16 @@ class _HadoopFs:
         from pyspark import SparkContext
 
         sc = SparkContext._active_spark_context
+        if sc is None and os.environ.get("PYSPARK_GATEWAY_PORT"):
+            # Under spark-submit the driver's JVM is already up: a job that checks its input before building its
+            # session (reconstruct does) gets the session now, built with the jobs' own settings.
+            from pyspark import SparkConf
+
+            from rocketmq_retry.jobs.spark_session import build_spark_session
+
+            SparkContext._ensure_initialized()
+            name = SparkConf().get("spark.app.name") or "rocketmq-retry"  # spark-submit's --name
+            sc = build_spark_session(name).sparkContext
         if sc is None or sc._jvm is None:
             raise CommitError(
                 f"{uri}: a warehouse URI is committed through Hadoop's FileSystem API in the Spark driver, and no "
