@@ -100,3 +100,38 @@ def test_variables_have_defaults_and_ports_are_loopback(compose: dict[str, Any])
     for name, service in compose["services"].items():
         for port in service.get("ports", []):
             assert port.startswith("127.0.0.1:"), (name, port)
+
+
+def _script_default(name: str) -> str:
+    text = (ROOT / "scripts" / "spark-cluster.sh").read_text()
+    match = re.search(r"=\$\{" + name + r":-([^}]+)\}", text)
+    assert match, f"scripts/spark-cluster.sh has no default for {name}"
+    return match.group(1)
+
+
+def test_spark_services_match_the_cluster_script(compose: dict[str, Any]) -> None:
+    """docker-compose.yml's cluster and scripts/spark-cluster.sh's are one cluster: same ports, worker count,
+    cores and memory; the spark_default connection submits to it in client mode (the driver in the Airflow
+    worker, where the package and the config are)."""
+    services = compose["services"]
+    master, worker = services["spark-master"], services["spark-worker"]
+    assert master["environment"]["SPARK_MASTER_PORT"] == _script_default("SPARK_MASTER_PORT") == "7077"
+    ui = _script_default("SPARK_MASTER_WEBUI_PORT")
+    assert master["environment"]["SPARK_MASTER_WEBUI_PORT"] == ui
+    assert master["ports"] == [f"127.0.0.1:${{SPARK_MASTER_UI_PORT:-{ui}}}:{ui}"]
+    assert "-Dspark.master.rest.enabled=false" in master["environment"]["SPARK_MASTER_OPTS"]
+    assert worker["environment"]["SPARK_WORKER_WEBUI_PORT"] == _script_default("SPARK_WORKER_WEBUI_PORT")
+    assert (
+        worker["environment"]["SPARK_WORKER_CORES"]
+        == f"${{SPARK_WORKER_CORES:-{_script_default('SPARK_WORKER_CORES')}}}"
+    )
+    memory = _script_default("SPARK_WORKER_MEMORY")
+    assert worker["environment"]["SPARK_WORKER_MEMORY"] == f"${{SPARK_WORKER_MEMORY:-{memory}}}"
+    assert worker["deploy"]["replicas"] == f"${{SPARK_WORKERS:-{_script_default('SPARK_CLUSTER_WORKERS')}}}"
+    assert worker["command"][-1] == f"spark://spark-master:{master['environment']['SPARK_MASTER_PORT']}"
+
+    import json
+
+    conn_text = services["airflow-scheduler"]["environment"]["AIRFLOW_CONN_SPARK_DEFAULT"]
+    conn = json.loads(conn_text.replace("${SPARK_MASTER_URL:-spark://spark-master:7077}", "spark://spark-master:7077"))
+    assert conn == {"conn_type": "spark", "host": worker["command"][-1], "extra": {"deploy-mode": "client"}}

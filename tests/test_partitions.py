@@ -215,6 +215,13 @@ def test_a_journal_that_cannot_be_completed_is_refused(tmp_path: pathlib.Path) -
         P.committed(wh, TABLES[0], DS)
 
 
-def test_other_schemes_are_refused() -> None:
-    with pytest.raises(NotImplementedError, match="local paths only: s3://bucket/wh"):
-        P.write_partitions("s3://bucket/wh", DS, {"events": _writer("A")})
+def test_a_uri_warehouse_needs_the_spark_driver() -> None:
+    """A URI goes through Hadoop's FileSystem in the Spark JVM (tests/test_partitions_hadoop.py); a process without
+    Spark gets a message naming the URI, not a half-written date. In a child: this process may run Spark."""
+    code = (
+        "from rocketmq_retry.jobs import partitions as P\n"
+        "P.write_partitions('s3a://bucket/wh', '2026-11-20', {'events': lambda path: None})"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 1
+    assert "CommitError: s3a://bucket/wh: a warehouse URI is committed through Hadoop's FileSystem API" in done.stderr

@@ -105,12 +105,31 @@ class RocketMQSparkJobOperator(SparkSubmitOperator):
         self.needs_landing = needs_landing
 
     def execute(self, context: Any) -> None:
+        self.prepare(run_paths(context))
+        from airflow.exceptions import AirflowException
+        from airflow.sdk.exceptions import AirflowFailException
+
+        from rocketmq_retry.errors import NOT_RETRYABLE_EXIT_CODE
+
+        try:
+            super().execute(context)
+        except AirflowException as exc:
+            # The job says a retry cannot help (bad config or input, see rocketmq_retry.errors): fail now.
+            if getattr(getattr(self._hook, "_submit_sp", None), "returncode", None) == NOT_RETRYABLE_EXIT_CODE:
+                raise AirflowFailException(
+                    f"{self.job}: spark-submit exited {NOT_RETRYABLE_EXIT_CODE} (not retryable: fix the config or "
+                    f"input, then clear the task); {exc}"
+                ) from None
+            raise
+
+    def prepare(self, paths: dict[str, str]) -> None:
+        """Set the submit's arguments, conf, ``--py-files`` zip and environment for one run's paths: what
+        ``execute`` hands to SparkSubmitHook (tests/test_spark_cluster.py submits the same to a cluster)."""
         from airflow.sdk.exceptions import AirflowFailException
 
         from rocketmq_retry.airflow.package import build_package_zip
         from rocketmq_retry.config import load_config
 
-        paths = run_paths(context)
         if not pathlib.Path(self.application).is_file():
             raise AirflowFailException(f"spark-submit entry {self.application} not found (job {self.job!r})")
         config = load_config(paths["config"] or None)
@@ -141,20 +160,6 @@ class RocketMQSparkJobOperator(SparkSubmitOperator):
             "PYSPARK_DRIVER_PYTHON": os.environ.get("PYSPARK_DRIVER_PYTHON", sys.executable),
             **(self.env_vars or {}),
         }
-        from airflow.exceptions import AirflowException
-
-        from rocketmq_retry.errors import NOT_RETRYABLE_EXIT_CODE
-
-        try:
-            super().execute(context)
-        except AirflowException as exc:
-            # The job says a retry cannot help (bad config or input, see rocketmq_retry.errors): fail now.
-            if getattr(getattr(self._hook, "_submit_sp", None), "returncode", None) == NOT_RETRYABLE_EXIT_CODE:
-                raise AirflowFailException(
-                    f"{self.job}: spark-submit exited {NOT_RETRYABLE_EXIT_CODE} (not retryable: fix the config or "
-                    f"input, then clear the task); {exc}"
-                ) from None
-            raise
 
 
 class ValidatePartitionOperator(BaseOperator):
