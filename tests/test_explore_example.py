@@ -108,8 +108,8 @@ def test_story_of_a_dead_lettered_message(ex: Explorer) -> None:
     ]
 
 
-def test_explain_on_the_example_day(warehouse: pathlib.Path, capsys: pytest.CaptureFixture[str]) -> None:
-    where = ["--warehouse", str(warehouse), "--config", str(CONFIG)]
+def test_explain_on_the_example_day(example_day: pathlib.Path, capsys: pytest.CaptureFixture[str]) -> None:
+    where = ["--warehouse", str(example_day), "--config", str(CONFIG)]
     assert rocketmq_retry(["explain", MSG, "--group", "GID_welcome_email", "--date", DS, *where]) == 0
     out = capsys.readouterr().out.splitlines()
     assert out[0] == f"msg_id {MSG}, consumer group GID_welcome_email (date {DS})"
