@@ -17,7 +17,7 @@ from rocketmq_retry.cli import format_duration
 from rocketmq_retry.config import load_config
 from rocketmq_retry.dates import date_arg
 from rocketmq_retry.errors import UserError
-from rocketmq_retry.explore.model import Story
+from rocketmq_retry.explore.model import CompensationRecord, DeadLetterRow, Story
 from rocketmq_retry.explore.warehouse import open_warehouse
 
 PROG = "rocketmq-retry explain"
@@ -65,7 +65,23 @@ def _cited(hops: list[str] | None) -> str:
 
 
 def render(story: Story) -> str:
-    s = story
+    return "\n".join(
+        [
+            *_facts(story),
+            "",
+            *_hops(story),
+            "",
+            *_evidence(story),
+            "",
+            *_expected_path(story),
+            "",
+            _dead_letter(story.dead_letter),
+            *_compensation(story.compensation, story.dead_letter),
+        ]
+    )
+
+
+def _facts(s: Story) -> list[str]:
     out = [f"msg_id {s.msg_id}, consumer group {s.consumer_group} (date {s.date})"]
     facts = [
         ("topic", s.original_topic),
@@ -83,9 +99,11 @@ def render(story: Story) -> str:
     if len(s.dates) > 1:
         facts.append(("also on", ", ".join(d for d in s.dates if d != s.date)))
     width = max(len(k) for k, _ in facts)
-    out += [f"  {k.ljust(width)}  {v if v not in (None, '') else '-'}" for k, v in facts]
+    return out + [f"  {k.ljust(width)}  {v if v not in (None, '') else '-'}" for k, v in facts]
 
-    out += ["", "hops (UTC; * = inferred: not seen in the logs, the engine proves it happened):"]
+
+def _hops(s: Story) -> list[str]:
+    out = ["hops (UTC; * = inferred: not seen in the logs, the engine proves it happened):"]
     rows = [("hop", "from -> to", "topic", "level", "r", "observed", "expected", "drift")]
     for h in s.hops:
         topic = h.physical_topic or "-"
@@ -103,58 +121,64 @@ def render(story: Story) -> str:
                 _drift(h.drift_ms),
             )
         )
-    out += _table(rows) if s.hops else ["  (no hops)"]
+    return out + (_table(rows) if s.hops else ["  (no hops)"])
 
-    out += ["", "evidence lines:"]
-    if s.evidence:
-        hop_of: dict[str, list[str]] = {}
-        for h in s.hops:
-            for e in h.evidence:
-                hop_of.setdefault(e, []).append(str(h.hop))
-        out += _table(
-            [
-                (
-                    _when(e.event_time),
-                    e.event_type or "-",
-                    f"{e.source_file}:{e.line_no if e.line_no is not None else '?'}",
-                    e.source or "-",
-                    _cited(hop_of.get(e.event_id)),
-                )
-                for e in s.evidence
-            ]
-        )
-    else:
-        out.append("  (none: every hop is inferred)")
 
-    out += ["", "expected path (rocketmq-retry schedule):"]
-    out += ["  " + line if line else "" for line in s.expected_path.text.splitlines()]
+def _evidence(s: Story) -> list[str]:
+    out = ["evidence lines:"]
+    if not s.evidence:
+        return [*out, "  (none: every hop is inferred)"]
+    hop_of: dict[str, list[str]] = {}
+    for h in s.hops:
+        for e in h.evidence:
+            hop_of.setdefault(e, []).append(str(h.hop))
+    return out + _table(
+        [
+            (
+                _when(e.event_time),
+                e.event_type or "-",
+                f"{e.source_file}:{e.line_no if e.line_no is not None else '?'}",
+                e.source or "-",
+                _cited(hop_of.get(e.event_id)),
+            )
+            for e in s.evidence
+        ]
+    )
 
-    out.append("")
-    d = s.dead_letter
+
+def _expected_path(s: Story) -> list[str]:
+    return [
+        "expected path (rocketmq-retry schedule):",
+        *("  " + line if line else "" for line in s.expected_path.text.splitlines()),
+    ]
+
+
+def _dead_letter(d: DeadLetterRow | None) -> str:
     if d is None:
-        out.append("dead letter: none")
-    else:
-        held = "compensable" if d.compensable else f"held for review ({d.review_reason or 'not established'})"
-        inferred = " (inferred by the engine)" if d.dlq_inferred else ""
-        out.append(
-            f"dead letter: %DLQ%{d.consumer_group} at {_when(d.dlq_at)}{inferred}, reconsume times "
-            f"{d.reconsume_times if d.reconsume_times is not None else '-'}, {held}"
-        )
-    c = s.compensation
+        return "dead letter: none"
+    held = "compensable" if d.compensable else f"held for review ({d.review_reason or 'not established'})"
+    inferred = " (inferred by the engine)" if d.dlq_inferred else ""
+    return (
+        f"dead letter: %DLQ%{d.consumer_group} at {_when(d.dlq_at)}{inferred}, reconsume times "
+        f"{d.reconsume_times if d.reconsume_times is not None else '-'}, {held}"
+    )
+
+
+def _compensation(c: CompensationRecord | None, d: DeadLetterRow | None) -> list[str]:
     if c is None:
-        out.append("compensation: " + ("not in the ledger" if d is not None else "-"))
-    else:
-        out.append(
-            f"compensation: {c.state} after {c.attempts} attempt(s)"
-            + (f", {c.redrives} re-drive(s)" if c.redrives else "")
-            + f", handler {c.handler or '-'}, last attempt {_when(c.last_attempt_at)}"
-            + (f", completed {_when(c.completed_at)}" if c.completed_at else "")
-        )
-        if c.last_error:
-            out.append(f"  last error: {c.last_error}")
-        if c.result:
-            out.append(f"  result: {c.result}")
-    return "\n".join(out)
+        # "not in the ledger" only means something for a message that was dead-lettered
+        return ["compensation: " + ("not in the ledger" if d is not None else "-")]
+    out = [
+        f"compensation: {c.state} after {c.attempts} attempt(s)"
+        + (f", {c.redrives} re-drive(s)" if c.redrives else "")
+        + f", handler {c.handler or '-'}, last attempt {_when(c.last_attempt_at)}"
+        + (f", completed {_when(c.completed_at)}" if c.completed_at else "")
+    ]
+    if c.last_error:
+        out.append(f"  last error: {c.last_error}")
+    if c.result:
+        out.append(f"  result: {c.result}")
+    return out
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -8,10 +8,13 @@ from __future__ import annotations
 import datetime as dt
 from typing import TYPE_CHECKING, Any
 
+import duckdb
+
 from rocketmq_retry import cli
 from rocketmq_retry.config import Config
 from rocketmq_retry.explore.model import (
     DeadLetterFilter,
+    DeadLetterRow,
     EvidenceLine,
     ExpectedPath,
     ExpectedStep,
@@ -20,6 +23,7 @@ from rocketmq_retry.explore.model import (
     NotFound,
     Story,
 )
+from rocketmq_retry.explore.values import opt_int, utc
 
 if TYPE_CHECKING:
     from rocketmq_retry.explore.warehouse import Explorer
@@ -59,16 +63,6 @@ def expected_path_of(config: Config, group: str, topic: str | None) -> ExpectedP
         deliveries=int(final["deliveries"]),  # type: ignore[call-overload]
         text=cli.render_schedule_table(path, policy, PATH_LIMIT),
     )
-
-
-def _utc(value: Any) -> dt.datetime | None:
-    if not isinstance(value, dt.datetime):
-        return None
-    return value.replace(tzinfo=dt.UTC) if value.tzinfo is None else value.astimezone(dt.UTC)
-
-
-def _int(value: Any) -> int | None:
-    return None if value is None else int(value)
 
 
 def _resolve(ex: Explorer, query: str, dates: list[str]) -> set[tuple[str, str]]:
@@ -124,59 +118,15 @@ def _story(ex: Explorer, life: dict[str, Any], dates: list[str]) -> Story:
     ds, group, msg_id = life["dt"], life["consumer_group"], life["msg_id"]
     cur = ex._cursor()
     try:
-        trans, tp = ex._scan("transitions", [ds])
-        hops = ex._query(
-            f"SELECT * FROM ({trans}) WHERE consumer_group = ? AND msg_id = ? ORDER BY hop", [*tp, group, msg_id], cur
-        )
-        dead, dp = ex._scan("dead_letters", [ds])
-        letters = ex._query(
-            f"SELECT * FROM ({dead}) WHERE consumer_group = ? AND msg_id = ?", [*dp, group, msg_id], cur
-        )
+        hops = _hop_rows(ex, cur, ds, group, msg_id)
+        letters = _letter_rows(ex, cur, ds, group, msg_id)
         ids = sorted(
             {e for h in hops for e in (h["evidence"] or [])} | {e for d in letters for e in (d["evidence"] or [])}
         )
-        evidence: list[dict[str, Any]] = []
-        if ids:
-            start = _utc(life["first_seen"])
-            lo = (start.date() if start else dt.date.fromisoformat(ds)) - dt.timedelta(days=EVIDENCE_DAYS_BEFORE)
-            event_dates = ex._dates_in(min(lo.isoformat(), ds), ds, "events")
-            events, ep = ex._scan("events", event_dates)
-            evidence = ex._query(
-                "SELECT event_id, event_time, event_type, source, source_file, line_no, topic, reconsume_times, "
-                f"delay_level, thread, client_host, broker, detail FROM ({events}) WHERE list_contains(?, event_id) "
-                "ORDER BY event_time, source_file, line_no",
-                [*ep, ids],
-                cur,
-            )
+        evidence = _evidence_rows(ex, cur, life, ids) if ids else []
     finally:
         cur.close()
-    dead_letter = None
-    if letters:
-        page = ex.dead_letters(ds, ds, DeadLetterFilter(group=group, msg_id=msg_id), 1, 1)
-        dead_letter = next((r for r in page.rows if r.msg_id == msg_id), None)
-    seen_ids: set[str] = set()
-    lines = []
-    for e in evidence:
-        if e["event_id"] in seen_ids:
-            continue
-        seen_ids.add(e["event_id"])
-        lines.append(
-            EvidenceLine(
-                event_id=e["event_id"],
-                event_time=_utc(e["event_time"]),
-                event_type=e["event_type"],
-                source=e["source"],
-                source_file=e["source_file"],
-                line_no=_int(e["line_no"]),
-                topic=e["topic"],
-                reconsume_times=_int(e["reconsume_times"]),
-                delay_level=_int(e["delay_level"]),
-                thread=e["thread"],
-                client_host=e["client_host"],
-                broker=e["broker"],
-                detail=e["detail"],
-            )
-        )
+    dead_letter = _dead_letter(ex, ds, group, msg_id) if letters else None
     return Story(
         date=ds,
         dates=dates,
@@ -186,35 +136,102 @@ def _story(ex: Explorer, life: dict[str, Any], dates: list[str]) -> Story:
         keys=life["keys"],
         tags=life["tags"],
         business_key=life["business_key"],
-        first_seen=_utc(life["first_seen"]),
-        last_seen=_utc(life["last_seen"]),
-        deliveries=_int(life["deliveries"]),
+        first_seen=utc(life["first_seen"]),
+        last_seen=utc(life["last_seen"]),
+        deliveries=opt_int(life["deliveries"]),
         final_state=life["final_state"],
         expected_final_state=life["expected_final_state"],
-        max_reconsume_times=_int(life["max_reconsume_times"]),
+        max_reconsume_times=opt_int(life["max_reconsume_times"]),
         anomalies=list(life["anomalies"] or []),
         evidence_class=life["evidence_class"],
         attribution=list(life["attribution"] or []),
         instances=list(life["instances"] or []),
-        hops=[
-            Hop(
-                hop=int(h["hop"]),
-                from_state=h["from_state"],
-                to_state=h["to_state"],
-                physical_topic=h["physical_topic"],
-                queue_id=_int(h["queue_id"]),
-                delay_level=_int(h["delay_level"]),
-                reconsume_times=_int(h["reconsume_times"]),
-                observed_at=_utc(h["observed_at"]),
-                expected_at=_utc(h["expected_at"]),
-                drift_ms=_int(h["drift_ms"]),
-                inferred=bool(h["inferred"]),
-                evidence=list(h["evidence"] or []),
-            )
-            for h in hops
-        ],
-        evidence=lines,
+        hops=[_hop(h) for h in hops],
+        evidence=_evidence_lines(evidence),
         expected_path=expected_path_of(ex.config, group, life["original_topic"]),
         dead_letter=dead_letter,
         compensation=ex.ledger.record(group, msg_id),
     )
+
+
+def _hop_rows(ex: Explorer, cur: duckdb.DuckDBPyConnection, ds: str, group: str, msg_id: str) -> list[dict[str, Any]]:
+    trans, tp = ex._scan("transitions", [ds])
+    return ex._query(
+        f"SELECT * FROM ({trans}) WHERE consumer_group = ? AND msg_id = ? ORDER BY hop", [*tp, group, msg_id], cur
+    )
+
+
+def _letter_rows(
+    ex: Explorer, cur: duckdb.DuckDBPyConnection, ds: str, group: str, msg_id: str
+) -> list[dict[str, Any]]:
+    dead, dp = ex._scan("dead_letters", [ds])
+    return ex._query(f"SELECT * FROM ({dead}) WHERE consumer_group = ? AND msg_id = ?", [*dp, group, msg_id], cur)
+
+
+def _evidence_rows(
+    ex: Explorer, cur: duckdb.DuckDBPyConnection, life: dict[str, Any], ids: list[str]
+) -> list[dict[str, Any]]:
+    """The log lines ``ids`` from the lifecycle's date and the days its first line may lie before it."""
+    ds = life["dt"]
+    start = utc(life["first_seen"])
+    lo = (start.date() if start else dt.date.fromisoformat(ds)) - dt.timedelta(days=EVIDENCE_DAYS_BEFORE)
+    event_dates = ex._dates_in(min(lo.isoformat(), ds), ds, "events")
+    events, ep = ex._scan("events", event_dates)
+    return ex._query(
+        "SELECT event_id, event_time, event_type, source, source_file, line_no, topic, reconsume_times, "
+        f"delay_level, thread, client_host, broker, detail FROM ({events}) WHERE list_contains(?, event_id) "
+        "ORDER BY event_time, source_file, line_no",
+        [*ep, ids],
+        cur,
+    )
+
+
+def _evidence_lines(rows: list[dict[str, Any]]) -> list[EvidenceLine]:
+    """One line per event id, in time order: a line read from two partitions is still one line."""
+    seen_ids: set[str] = set()
+    lines = []
+    for e in rows:
+        if e["event_id"] in seen_ids:
+            continue
+        seen_ids.add(e["event_id"])
+        lines.append(
+            EvidenceLine(
+                event_id=e["event_id"],
+                event_time=utc(e["event_time"]),
+                event_type=e["event_type"],
+                source=e["source"],
+                source_file=e["source_file"],
+                line_no=opt_int(e["line_no"]),
+                topic=e["topic"],
+                reconsume_times=opt_int(e["reconsume_times"]),
+                delay_level=opt_int(e["delay_level"]),
+                thread=e["thread"],
+                client_host=e["client_host"],
+                broker=e["broker"],
+                detail=e["detail"],
+            )
+        )
+    return lines
+
+
+def _hop(h: dict[str, Any]) -> Hop:
+    return Hop(
+        hop=int(h["hop"]),
+        from_state=h["from_state"],
+        to_state=h["to_state"],
+        physical_topic=h["physical_topic"],
+        queue_id=opt_int(h["queue_id"]),
+        delay_level=opt_int(h["delay_level"]),
+        reconsume_times=opt_int(h["reconsume_times"]),
+        observed_at=utc(h["observed_at"]),
+        expected_at=utc(h["expected_at"]),
+        drift_ms=opt_int(h["drift_ms"]),
+        inferred=bool(h["inferred"]),
+        evidence=list(h["evidence"] or []),
+    )
+
+
+def _dead_letter(ex: Explorer, ds: str, group: str, msg_id: str) -> DeadLetterRow | None:
+    # through the dead-letter page, so the story shows the row (and its ledger state) exactly as that page does
+    page = ex.dead_letters(ds, ds, DeadLetterFilter(group=group, msg_id=msg_id), 1, 1)
+    return next((r for r in page.rows if r.msg_id == msg_id), None)

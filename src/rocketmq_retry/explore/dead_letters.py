@@ -1,0 +1,249 @@
+"""The dead-letter page and its CSV export: the filters checked, one SQL over the partitions (joined to the
+ledger when a compensation state is filtered on or exported), a page of rows or the CSV text of them all."""
+
+from __future__ import annotations
+
+import csv
+import io
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING, Any
+
+import duckdb
+
+from rocketmq_retry import contract
+from rocketmq_retry.explore.ledger import LedgerReader
+from rocketmq_retry.explore.model import (
+    COMPENSATION_STATES,
+    NOT_COMPENSABLE,
+    NOT_REGISTERED,
+    DeadLetterFilter,
+    DeadLetterPage,
+    DeadLetterRow,
+    ExploreError,
+)
+from rocketmq_retry.explore.values import clean, opt_int, utc
+
+if TYPE_CHECKING:
+    from rocketmq_retry.explore.warehouse import Explorer
+
+MAX_PAGE_SIZE = 1000
+# Bounds for a ledger range left open, ordered around every partition date.
+NO_FIRST, NO_LAST = "0000-00-00", "9999-99-99"
+DEAD_LETTER_CSV_COLUMNS = (
+    "date", "msg_id", "consumer_group", "topic", "tag", "keys", "business_key", "reconsume_times", "dlq_at",
+    "dlq_inferred", "attribution", "compensable", "review_reason", "compensation_state", "attempts", "handler",
+    "last_attempt_at", "last_error",
+)  # fmt: skip
+CSV_BATCH_ROWS = 5000
+
+
+def _iso_sql(col: str) -> str:
+    # the text ``to_dict`` gives a time (datetime.isoformat in UTC, ``Z``): no fraction when it is zero
+    return (
+        f"CASE WHEN {col} IS NULL THEN NULL WHEN microsecond({col}) % 1000000 = 0 "
+        f"THEN strftime({col}, '%Y-%m-%dT%H:%M:%SZ') ELSE strftime({col}, '%Y-%m-%dT%H:%M:%S.%fZ') END AS {col}"
+    )
+
+
+# Formatted by DuckDB, so the export turns no row into Python datetimes or lists.
+_CSV_SQL = {
+    "dlq_at": _iso_sql("dlq_at"),
+    "last_attempt_at": _iso_sql("last_attempt_at"),
+    "attribution": "array_to_string(attribution, '+') AS attribution",
+}
+
+
+def check_filters(filters: DeadLetterFilter | None) -> DeadLetterFilter:
+    f = filters or DeadLetterFilter()
+    state = clean(f.compensation_state, "compensation state")
+    if state is not None:
+        state = state.strip().upper().replace("-", "_")
+        if state not in COMPENSATION_STATES:
+            raise ExploreError(
+                f"compensation state {f.compensation_state!r} is not one of {', '.join(COMPENSATION_STATES)}"
+            )
+    attribution = clean(f.attribution, "attribution")
+    if attribution is not None and attribution not in contract.ATTRIBUTIONS:
+        raise ExploreError(f"attribution {attribution!r} is not one of {', '.join(contract.ATTRIBUTIONS)}")
+    return DeadLetterFilter(
+        group=clean(f.group, "group"),
+        topic=clean(f.topic, "topic"),
+        tag=clean(f.tag, "tag"),
+        key=clean(f.key, "key"),
+        compensation_state=state,
+        attribution=attribution,
+        msg_id=clean(f.msg_id, "msg_id"),
+    )
+
+
+def _state_sql(with_ledger: bool) -> str:
+    if not with_ledger:
+        return f"CASE WHEN coalesce(d.compensable, false) THEN '{NOT_REGISTERED}' ELSE '{NOT_COMPENSABLE}' END"
+    return (
+        f"CASE WHEN l.state IS NOT NULL THEN l.state WHEN coalesce(d.compensable, false) THEN '{NOT_REGISTERED}' "
+        f"ELSE '{NOT_COMPENSABLE}' END"
+    )
+
+
+def _where(filters: DeadLetterFilter, state: str) -> tuple[list[str], list[Any]]:
+    """The filters as SQL conditions with their bound values, in the order the conditions name them."""
+    where: list[str] = ["d.msg_id IS NOT NULL", "d.consumer_group IS NOT NULL"]
+    args: list[Any] = []
+    if filters.msg_id:
+        where.append("d.msg_id = ?")
+        args.append(filters.msg_id)
+    if filters.group:
+        where.append("d.consumer_group = ?")
+        args.append(filters.group)
+    if filters.topic:
+        where.append("d.original_topic = ?")
+        args.append(filters.topic)
+    if filters.tag:
+        where.append("d.tags = ?")
+        args.append(filters.tag)
+    if filters.key:
+        where.append("(contains(coalesce(d.keys, ''), ?) OR contains(coalesce(d.business_key, ''), ?))")
+        args += [filters.key, filters.key]
+    if filters.attribution:
+        where.append("list_contains(d.attribution, ?)")
+        args.append(filters.attribution)
+    if filters.compensation_state:
+        where.append(f"({state}) = ?")
+        args.append(filters.compensation_state)
+    return where, args
+
+
+def letters_sql(
+    ex: Explorer, dates: Sequence[str], filters: DeadLetterFilter, with_ledger: bool
+) -> tuple[str, list[Any]]:
+    """SQL (and its parameters) of the filtered dead letters; ``with_ledger`` joins the cursor's ``ledger_rows``."""
+    dead, params = ex._scan("dead_letters", dates)
+    state = _state_sql(with_ledger)
+    join = (
+        "LEFT JOIN ledger_rows l ON l.consumer_group = d.consumer_group AND l.msg_id = d.msg_id" if with_ledger else ""
+    )
+    ledger_cols = (
+        "coalesce(l.attempts, 0) AS attempts, l.handler AS handler, l.last_attempt_at AS last_attempt_at, "
+        "l.last_error AS last_error"
+        if with_ledger
+        else "0 AS attempts, NULL::VARCHAR AS handler, NULL::TIMESTAMPTZ AS last_attempt_at, "
+        "NULL::VARCHAR AS last_error"
+    )
+    where, args = _where(filters, state)
+    sql = (
+        f"SELECT d.dt AS date, d.msg_id, d.consumer_group, d.original_topic AS topic, d.tags AS tag, d.keys, "
+        f"d.business_key, d.reconsume_times, d.dlq_at, d.dlq_inferred, d.attribution, "
+        f"coalesce(d.compensable, false) AS compensable, d.review_reason, {state} AS compensation_state, "
+        f"{ledger_cols} FROM ({dead}) d {join} WHERE {' AND '.join(where)}"
+    )
+    return sql, params + args
+
+
+def letter_row(r: dict[str, Any]) -> DeadLetterRow:
+    return DeadLetterRow(
+        date=r["date"],
+        msg_id=r["msg_id"],
+        consumer_group=r["consumer_group"],
+        topic=r["topic"],
+        tag=r["tag"],
+        keys=r["keys"],
+        business_key=r["business_key"],
+        reconsume_times=opt_int(r["reconsume_times"]),
+        dlq_at=utc(r["dlq_at"]),
+        dlq_inferred=r["dlq_inferred"],
+        attribution=list(r["attribution"] or []),
+        compensable=bool(r["compensable"]),
+        review_reason=r["review_reason"],
+        compensation_state=r["compensation_state"],
+        attempts=int(r["attempts"] or 0),
+        handler=r["handler"],
+        last_attempt_at=utc(r["last_attempt_at"]),
+        last_error=r["last_error"],
+    )
+
+
+def with_states(ledger: LedgerReader, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Ledger state and attempts of one page's rows, looked up by key (the ledger not loaded whole)."""
+    found = ledger.states_of((r["consumer_group"], r["msg_id"]) for r in rows)
+    for r in rows:
+        led = found.get((r["consumer_group"], r["msg_id"]))
+        if led is not None:
+            r.update(
+                compensation_state=led["state"],
+                attempts=led["attempts"],
+                handler=led["handler"],
+                last_attempt_at=led["last_attempt_at"],
+                last_error=led["last_error"],
+            )
+    return rows
+
+
+def _check_page(page: int, page_size: int) -> None:
+    if not 1 <= int(page_size) <= MAX_PAGE_SIZE:
+        raise ExploreError(f"page size {page_size} is not between 1 and {MAX_PAGE_SIZE}")
+    if int(page) < 1:
+        raise ExploreError(f"page {page} is not a page number (pages start at 1)")
+
+
+def dead_letter_page(
+    ex: Explorer, date_from: object, date_to: object, filters: DeadLetterFilter | None, page: int, page_size: int
+) -> DeadLetterPage:
+    first, last = ex._range(date_from, date_to)
+    f = check_filters(filters)
+    _check_page(page, page_size)
+    dates = ex._dates_in(first, last, "dead_letters")
+    # Only a filter on the state needs the whole range's ledger; otherwise one page's rows are looked up by key.
+    with_ledger = f.compensation_state is not None
+    cur = ex._ledger_cursor(first or NO_FIRST, last or NO_LAST) if with_ledger else ex._cursor()
+    try:
+        sql, params = letters_sql(ex, dates, f, with_ledger)
+        total = int(ex._query(f"SELECT count(*) AS n FROM ({sql})", params, cur)[0]["n"])
+        rows = ex._query(
+            f"{sql} ORDER BY date DESC, consumer_group, msg_id LIMIT ? OFFSET ?",
+            [*params, int(page_size), (int(page) - 1) * int(page_size)],
+            cur,
+        )
+    finally:
+        cur.close()
+    if not with_ledger:
+        rows = with_states(ex.ledger, rows)
+    return DeadLetterPage(
+        date_from=first or (dates[-1] if dates else ""),
+        date_to=last or (dates[0] if dates else ""),
+        filters=f,
+        page=int(page),
+        page_size=int(page_size),
+        total=total,
+        rows=[letter_row(r) for r in rows],
+    )
+
+
+def dead_letters_csv(
+    ex: Explorer, date_from: object, date_to: object, filters: DeadLetterFilter | None
+) -> Iterator[str]:
+    """CSV text (header first) of every row the filters select, in chunks; quoted by the csv module."""
+    first, last = ex._range(date_from, date_to)
+    f = check_filters(filters)
+    dates = ex._dates_in(first, last, "dead_letters")
+    cur = ex._ledger_cursor(first or NO_FIRST, last or NO_LAST)
+    try:
+        sql, params = letters_sql(ex, dates, f, True)
+        try:
+            result = cur.execute(
+                f"SELECT {', '.join(_CSV_SQL.get(c, c) for c in DEAD_LETTER_CSV_COLUMNS)} FROM ({sql}) "
+                "ORDER BY date DESC, consumer_group, msg_id",
+                params,
+            )
+        except duckdb.Error as exc:
+            raise ExploreError(f"cannot read the warehouse {ex.warehouse}: {exc}") from None
+        yield _csv_text([DEAD_LETTER_CSV_COLUMNS])
+        while batch := result.fetchmany(CSV_BATCH_ROWS):
+            yield _csv_text(["" if v is None else v for v in values] for values in batch)
+    finally:
+        cur.close()
+
+
+def _csv_text(rows: Iterator[Sequence[Any]] | list[Sequence[Any]]) -> str:
+    buf = io.StringIO()
+    csv.writer(buf, lineterminator="\r\n").writerows(rows)
+    return buf.getvalue()
