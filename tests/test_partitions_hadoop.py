@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from rocketmq_retry.jobs import partition_fs
 from rocketmq_retry.jobs import partitions as P
 
 DS = "2026-11-20"
@@ -121,7 +122,7 @@ def test_a_live_holder_keeps_the_lock_and_a_silent_one_loses_it(
         P.recover(wh, "reconstruct", DS, wait=0.5)
     assert lock.exists()
     # nobody refreshes it: after a lease of watching, the next writer takes it over
-    monkeypatch.setattr(P, "LOCK_LEASE_SECONDS", 0.5)
+    monkeypatch.setattr(partition_fs, "LOCK_LEASE_SECONDS", 0.5)
     _write(wh, "B")
     assert _labels(wh) == dict.fromkeys(TABLES, "B")
     assert not lock.exists()
