@@ -343,6 +343,14 @@ UNATTRIBUTED_REASONS = {
     "conflict": "the instance's evidence disagrees",
     "grpc-groups": "the config declares several gRPC groups and none lists this topic",
 }
+# reconciliation.cause, with the words the run summary and the operator's pages print
+RECONCILIATION_CAUSES = {
+    "unattributed": "lines of this group's topic are not attributed (see unattributed/)",
+    "no-counter": "no counter line for this minute although the collected sources show traffic",
+    "not-collected": "the counter shows more than the collected sources: a source (client log, trace, dump) "
+    "is not collected",
+    "unexplained": "no known cause",
+}
 
 
 def event_type(name: str) -> str:

@@ -28,15 +28,7 @@ from rocketmq_retry.explore.values import opt_int, utc
 if TYPE_CHECKING:
     from rocketmq_retry.explore.warehouse import Explorer
 
-# jobs/reconciliation.CAUSES, spelled again because that module imports pyspark (seconds to load in a web
-# worker); tests/test_explore_read.py holds the two equal.
-CAUSES = {
-    "unattributed": "lines of this group's topic are not attributed (see unattributed/)",
-    "no-counter": "no counter line for this minute although the collected sources show traffic",
-    "not-collected": "the counter shows more than the collected sources: a source (client log, trace, dump) "
-    "is not collected",
-    "unexplained": "no known cause",
-}
+CAUSES = contract.RECONCILIATION_CAUSES
 EXAMPLES_PER_ANOMALY = 5
 
 

@@ -39,13 +39,7 @@ PAIRS = (
     ("reconstructed_dlq", "broker_dlq", "dlq_diff"),
     ("reconstructed_failures", "client_failures", "failure_diff"),
 )
-CAUSES = {
-    "unattributed": "lines of this group's topic are not attributed (see unattributed/)",
-    "no-counter": "no counter line for this minute although the collected sources show traffic",
-    "not-collected": "the counter shows more than the collected sources: a source (client log, trace, dump) "
-    "is not collected",
-    "unexplained": "no known cause",
-}
+CAUSES = contract.RECONCILIATION_CAUSES
 _MINUTE_MS = 60_000
 
 
