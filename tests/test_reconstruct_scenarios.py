@@ -458,7 +458,8 @@ def test_pop_and_grpc(outputs: dict[str, list[Row]]) -> None:
     assertDataFrameEqual(life(outputs, "grpc"), [L("M-grpc", 3, "DEAD_LETTERED", "DEAD_LETTERED", [], "PARTIAL")])
     topics = [r["physical_topic"] for r in hops(outputs, "grpc", ("to_state", "physical_topic"))
               if r["to_state"] == "INVISIBLE"]  # fmt: skip
-    assert topics == ["%RETRY%grpc_", "%RETRY%grpc_"] or all(t.startswith("%RETRY%grpc") for t in topics)
+    # No event names M-grpc's business topic, so its pop retry topic is unknown: null, never a made-up name.
+    assert topics == [None, None]
 
 
 def test_midnight_crossing(outputs: dict[str, list[Row]]) -> None:

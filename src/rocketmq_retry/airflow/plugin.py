@@ -1,7 +1,8 @@
-"""The Airflow plugin: serves the Great Expectations Data Docs on the api-server and registers the Data Docs link.
+"""The Airflow plugin: one app on the api-server with the Data Docs and the operator's pages (``airflow/pages/``),
+their entries in the UI (Browse menu, a tab on each daily run) and the Data Docs button on the validate task.
 
-Plugin FastAPI apps are not behind Airflow's authentication, and Data Docs show sample values of failing rows
-(message keys, topics), so every request must carry an Airflow session (the UI's cookie or a bearer token) of
+Plugin FastAPI apps are not behind Airflow's authentication, and both show values from logs (message keys,
+topics), so every request must carry an Airflow session (the UI's cookie or a bearer token) of
 a user allowed to read the DAG.
 """
 

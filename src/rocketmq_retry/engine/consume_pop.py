@@ -15,7 +15,14 @@ Two checks drop a message that failed too often, and they differ by client versi
 from __future__ import annotations
 
 from rocketmq_retry.engine.max_reconsume_times import effective_max_reconsume_times
-from rocketmq_retry.engine.model import FailedDelivery, GroupPolicy, HopAction, NextHop, pop_retry_topic
+from rocketmq_retry.engine.model import (
+    UNKNOWN_TOPIC,
+    FailedDelivery,
+    GroupPolicy,
+    HopAction,
+    NextHop,
+    pop_retry_topic,
+)
 from rocketmq_retry.engine.retry_policy import POP_DELAY_LEVEL_S, pop_delay_seconds
 from rocketmq_retry.engine.versions import Version, format_version
 
@@ -59,7 +66,7 @@ def pop_next_hop(policy: GroupPolicy, failure: FailedDelivery) -> NextHop:
         )
     r = failure.reconsume_times
     max_times = effective_max_reconsume_times(policy)
-    retry_topic = pop_retry_topic(policy.group, failure.original_topic or "<topic>", policy.enable_retry_topic_v2)
+    retry_topic = pop_retry_topic(policy.group, failure.original_topic or UNKNOWN_TOPIC, policy.enable_retry_topic_v2)
 
     def reappear(delay_ms: int, rule: str) -> NextHop:
         return NextHop(

@@ -10,6 +10,7 @@ from rocketmq_retry.engine.message_const import (
     PROPERTY_WAIT_STORE_MSG_OK,
 )
 from rocketmq_retry.engine.model import (
+    UNKNOWN_TOPIC,
     ConsumeMode,
     ConsumeOutcome,
     FailedDelivery,
@@ -93,7 +94,7 @@ def _revive(policy: GroupPolicy, failure: FailedDelivery, *, delay_ms: int, star
     reconsumeTimes + 1 (§2.6); the proxy dead-letters a popped copy whose reconsumeTimes >= maxAttempts (§5.4)."""
     attempts = consumer_retry_policy(policy).max_attempts
     r = failure.reconsume_times
-    topic = failure.original_topic or "<topic>"
+    topic = failure.original_topic or UNKNOWN_TOPIC
     retry_topic = pop_retry_topic(policy.group, topic, policy.enable_retry_topic_v2)
     ready = start_ms + delay_ms
     if r + 1 >= attempts:
@@ -183,7 +184,7 @@ def _fifo(policy: GroupPolicy, failure: FailedDelivery) -> NextHop:
     stored_topic = (
         failure.original_topic
         if stored_r == 0
-        else pop_retry_topic(policy.group, failure.original_topic or "<topic>", policy.enable_retry_topic_v2)
+        else pop_retry_topic(policy.group, failure.original_topic or UNKNOWN_TOPIC, policy.enable_retry_topic_v2)
     )
     return _dlq_copy(
         policy,

@@ -55,6 +55,11 @@ def dlq_topic(group: str) -> str:
     return DLQ_TOPIC_PREFIX + group
 
 
+# What the engine names as the business topic when the failure does not carry it: a group's schedule is computed
+# once for all its topics, and each lifecycle puts its own topic in its place (jobs/reconstruct_transitions.py).
+UNKNOWN_TOPIC = "<topic>"
+
+
 def pop_retry_topic(group: str, topic: str, v2: bool = False) -> str:
     """``KeyBuilder.buildPopRetryTopicV1/V2`` (§2.4): ``%RETRY%<group>_<topic>`` or ``%RETRY%<group>+<topic>``."""
     return f"{RETRY_TOPIC_PREFIX}{group}{'+' if v2 else '_'}{topic}"

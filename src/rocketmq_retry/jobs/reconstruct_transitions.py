@@ -8,6 +8,7 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from rocketmq_retry import contract
+from rocketmq_retry.engine.model import UNKNOWN_TOPIC
 from rocketmq_retry.jobs.reconstruct_events import SCHEDULE_TOPIC
 from rocketmq_retry.jobs.reconstruct_facts import KEY
 
@@ -44,6 +45,15 @@ def _hop(
     return F.when(when, s)
 
 
+def _pop_retry_topic(name: str) -> Column:
+    """The schedule names a pop retry topic with UNKNOWN_TOPIC for the business topic (one schedule per group);
+    the lifecycle's own topic goes in its place, and with no topic known the physical topic stays unknown (null)
+    rather than a made-up name."""
+    return F.when(
+        F.col("original_topic").isNotNull(), F.replace(F.col(name), F.lit(UNKNOWN_TOPIC), F.col("original_topic"))
+    )
+
+
 def _retry_topic() -> Column:
     return F.concat(F.lit("%RETRY%"), F.col("consumer_group"))
 
@@ -62,7 +72,7 @@ def delivered_hop() -> Column:
     deliver_topic = (
         F.when(r == 0, F.col("original_topic"))
         .when(prev.isin("SCHEDULED_RETRY", "REPUBLISHED_RETRY"), F.coalesce(F.col("ready_topic"), _retry_topic()))
-        .when(prev.isin("INVISIBLE_RETRY"), F.col("prev_next_topic"))
+        .when(prev.isin("INVISIBLE_RETRY"), _pop_retry_topic("prev_next_topic"))
         .otherwise(F.col("original_topic"))
     )
     return _hop(
@@ -158,7 +168,7 @@ def local_wait_hop() -> Column:
             act == "LOCAL_RESUBMIT", F.col("local_at")
         ),
         expected=F.col("fail_t"),
-        topic=F.when(act.isin("INVISIBLE_RETRY"), F.col("next_topic")).otherwise(F.col("original_topic")),
+        topic=F.when(act.isin("INVISIBLE_RETRY"), _pop_retry_topic("next_topic")).otherwise(F.col("original_topic")),
         queue=F.lit(None),
         level=F.lit(None),
         rt=F.col("attempt") + 1,
