@@ -4,6 +4,7 @@ one reconstructed date, median of 5 (plus min and max), in this process, with no
     .venv/bin/python benchmarks/bench_pages.py --warehouse WH --date D [--config C] [--repeat 5] [--json]
     .venv/bin/python benchmarks/bench_pages.py --synthetic 100000 [--date D]   # N dead letters, built in a temp dir
     .venv/bin/python benchmarks/bench_pages.py                                  # (make bench) --synthetic 100000
+    .venv/bin/python benchmarks/bench_pages.py --warehouse WH --date D --pages 50  # + each page over HTTP: p50/p95
 
 ``--synthetic N`` writes a warehouse of N dead-lettered lifecycles of 20 groups (three hops and two event lines
 each, committed like the jobs commit) and a SQLite ledger holding all of them, half DONE: the dead-letter page's
@@ -64,6 +65,47 @@ def _samples(ex: Explorer, ds: str) -> dict[str, str]:
         "busiest_group": busiest,
         "topic": row.topic or "",
     }
+
+
+def page_latencies(
+    warehouse: str, config: str | None, ds: str, s: dict[str, str], n: int
+) -> dict[str, dict[str, float]]:
+    """Each page as the browser asks for it, through the pages app itself (routing, templates, SVG, the locked
+    read layer), ``n`` requests each after one warm-up: p50 and p95 in ms. Airflow's token check is left out
+    (``authenticate=False``): it is the api-server's cost, the same for every plugin page."""
+    from urllib.parse import quote, urlencode
+
+    from fastapi.testclient import TestClient
+
+    from rocketmq_retry.airflow.pages import app as pages
+
+    source = pages.Source(pathlib.Path(warehouse), pathlib.Path(config) if config else None)
+    day = {"from": ds, "to": ds}
+    urls = {
+        "landing": "/",
+        "run overview": f"/runs/{ds}",
+        "dead letters, page 1": "/dead-letters?" + urlencode(day),
+        "dead letters, group filter": "/dead-letters?" + urlencode({**day, "group": s["busiest_group"]}),
+        "dead letters, key filter": "/dead-letters?" + urlencode({**day, "key": s["business_key"]}),
+        "dead letters CSV (all rows)": "/dead-letters.csv?" + urlencode(day),
+        "message search": "/messages?" + urlencode({**day, "q": s["msg_id"]}),
+        "message page": f"/messages/{quote(s['msg_id'], safe='')}?" + urlencode({**day, "group": s["group"]}),
+        "groups (14 days)": "/groups?" + urlencode({"days": 14, "to": ds}),
+    }
+    out: dict[str, dict[str, float]] = {}
+    with TestClient(pages.create_pages_app(lambda: source, authenticate=False)) as client:
+        for name, url in urls.items():
+            first = client.get(url)
+            if first.status_code != 200:
+                raise SystemExit(f"bench_pages: {url} answered {first.status_code}: {first.text[:300]}")
+            runs = []
+            for _ in range(n):
+                t0 = time.perf_counter()
+                client.get(url)
+                runs.append((time.perf_counter() - t0) * 1000)
+            cuts = statistics.quantiles(runs, n=20, method="inclusive")
+            out[name] = {"p50_ms": statistics.median(runs), "p95_ms": cuts[18], "bytes": float(len(first.content))}
+    return out
 
 
 def synthetic(base: pathlib.Path, n: int, ds: str) -> tuple[pathlib.Path, pathlib.Path]:
@@ -144,6 +186,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--config", default=None)
     p.add_argument("--repeat", type=int, default=5)
     p.add_argument("--json", action="store_true", help="print the figures as JSON")
+    p.add_argument("--pages", type=int, metavar="N", default=0, help="also time each page over HTTP, N requests")
     args = p.parse_args(argv)
     if not args.warehouse and not args.synthetic:
         args.synthetic = 100_000  # what `make bench` runs: the dead-letter page at the size it must handle
@@ -183,13 +226,14 @@ def main(argv: list[str] | None = None) -> int:
     }
     results = {name: _timed(fn, args.repeat) for name, fn in calls.items()}
     ex.close()
+    pages = page_latencies(args.warehouse, args.config, ds, s, args.pages) if args.pages else {}
     if args.synthetic:
         import shutil
 
         shutil.rmtree(pathlib.Path(args.warehouse).parent, ignore_errors=True)
     if args.json:
         print(json.dumps({"warehouse": args.warehouse, "date": ds, "dead_letters": total, "open_ms": opened_ms,
-                          "samples": s, "calls": results}, indent=2))  # fmt: skip
+                          "samples": s, "calls": results, "pages": pages}, indent=2))  # fmt: skip
         return 0
     print(f"read layer on {args.warehouse} dt={ds}: {total} dead letters; open_warehouse {opened_ms:.0f} ms")
     print(f"samples: msg_id {s['msg_id']} ({s['group']}), business key {s['business_key']!r}, "
@@ -198,6 +242,12 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{'call':<{width}}  {'cold ms':>9}  {'median ms':>9}  {'min ms':>9}  {'max ms':>9}")
     for name, r in results.items():
         print(f"{name:<{width}}  {r['cold_ms']:9.1f}  {r['median_ms']:9.1f}  {r['min_ms']:9.1f}  {r['max_ms']:9.1f}")
+    if pages:
+        width = max(len(n) for n in pages)
+        print(f"\npages over HTTP, {args.pages} requests each (after one warm-up)")
+        print(f"{'page':<{width}}  {'p50 ms':>8}  {'p95 ms':>8}  {'bytes':>9}")
+        for name, r in pages.items():
+            print(f"{name:<{width}}  {r['p50_ms']:8.1f}  {r['p95_ms']:8.1f}  {r['bytes']:9.0f}")
     return 0
 
 
