@@ -90,3 +90,11 @@ def example_day(spark: object, tmp_path_factory: pytest.TempPathFactory) -> path
     assert rocketmq_retry(["reconstruct", *common]) == 0
     assert rocketmq_retry(["compensate", *common, "--run-id", "scheduled__2026-11-20"]) == 0
     return warehouse
+
+
+@pytest.fixture(scope="session")
+def shots(tmp_path_factory: pytest.TempPathFactory) -> pathlib.Path:
+    """Where the browser tests write their screenshots for review: ``$PAGES_SCREENSHOTS``, else a temporary folder."""
+    folder = pathlib.Path(os.environ.get("PAGES_SCREENSHOTS") or tmp_path_factory.mktemp("screenshots"))
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder

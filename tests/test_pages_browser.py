@@ -48,13 +48,6 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     thread.join(10)
 
 
-@pytest.fixture(scope="module")
-def shots(tmp_path_factory: pytest.TempPathFactory) -> pathlib.Path:
-    folder = pathlib.Path(os.environ.get("PAGES_SCREENSHOTS") or tmp_path_factory.mktemp("screenshots"))
-    folder.mkdir(parents=True, exist_ok=True)
-    return folder
-
-
 def _chromium(url: str, profile: pathlib.Path, *extra: str) -> tuple[str, list[str]]:
     """The page's DOM after load, and every URL Chromium's network log shows it requesting."""
     if not os.path.exists(CHROMIUM):
@@ -99,7 +92,9 @@ def _dom(url: str, profile: pathlib.Path) -> tuple[str, list[str]]:
 
 
 def _screenshot(url: str, profile: pathlib.Path, png: pathlib.Path) -> None:
-    _chromium(url, profile, f"--screenshot={png}", "--window-size=1280,1600", "--hide-scrollbars")
+    """A PNG of the page as an operator sees it offline: every name lookup but 127.0.0.1's fails."""
+    offline = "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1"
+    _chromium(url, profile, offline, f"--screenshot={png}", "--window-size=1280,1600", "--hide-scrollbars")
     data = png.read_bytes()
     assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 20_000, f"{png}: not a rendered page"
 

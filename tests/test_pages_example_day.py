@@ -16,7 +16,7 @@ import pytest
 
 from conftest import ROOT
 from test_docs_browser import _free_port
-from test_pages_browser import _dom, _local_only, _screenshot, shots  # noqa: F401 (shots is a fixture)
+from test_pages_browser import _dom, _local_only, _screenshot
 
 pytestmark = [pytest.mark.spark, pytest.mark.browser, pytest.mark.slow]
 DAY = "2026-11-20"
@@ -46,7 +46,7 @@ def server(example_day: pathlib.Path) -> Iterator[str]:
     thread.join(10)
 
 
-def test_overview_of_the_example_day(server: str, tmp_path: pathlib.Path, shots: pathlib.Path) -> None:  # noqa: F811
+def test_overview_of_the_example_day(server: str, tmp_path: pathlib.Path, shots: pathlib.Path) -> None:
     url = f"{server}/runs/{DAY}"
     dom, urls = _dom(url, tmp_path / "p")
     counts = dict(re.findall(r'id="n-([A-Za-z_-]+)">(\d+)<', dom))
@@ -64,7 +64,7 @@ def test_overview_of_the_example_day(server: str, tmp_path: pathlib.Path, shots:
     _screenshot(url, tmp_path / "s", shots / "example-overview.png")
 
 
-def test_dead_letters_filter_and_message_page(server: str, tmp_path: pathlib.Path, shots: pathlib.Path) -> None:  # noqa: F811
+def test_dead_letters_filter_and_message_page(server: str, tmp_path: pathlib.Path, shots: pathlib.Path) -> None:
     every, _ = _dom(f"{server}/dead-letters?from={DAY}&to={DAY}", tmp_path / "a")
     assert every.count("<tr data-msg-id=") == 12
     narrowed, urls = _dom(f"{server}/dead-letters?from={DAY}&to={DAY}&group=GID_refund_validator", tmp_path / "b")

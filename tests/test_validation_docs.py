@@ -116,17 +116,23 @@ def test_a_failing_row_query_says_its_warning_severity_and_labels_its_count(site
 
 @pytest.mark.spark
 @pytest.mark.browser
-def test_the_site_in_a_browser_with_the_network_off(site: tuple[Any, pathlib.Path], tmp_path: pathlib.Path) -> None:
+def test_the_site_in_a_browser_with_the_network_off(
+    site: tuple[Any, pathlib.Path], tmp_path: pathlib.Path, shots: pathlib.Path
+) -> None:
     """Index and a validation page, served by the plugin, rendered by Chromium with every lookup but 127.0.0.1's
     failing: the list of runs is there, statuses and severities in words, the example rows with their links, and
     no request went anywhere but the plugin."""
     from test_docs_browser import _dom, requested_urls, serve
+    from test_pages_browser import _screenshot
 
     summary, docs = site
     page = pathlib.Path(summary.validation_pages["lifecycles"]).relative_to(docs).as_posix()
     with serve(docs) as url:
         index = _dom(f"{url}/data-docs/index.html", tmp_path / "p1", net_log=tmp_path / "index.json")
         lifecycles = _dom(f"{url}/data-docs/{page}", tmp_path / "p2", net_log=tmp_path / "page.json")
+        # for review beside the operator's pages ($PAGES_SCREENSHOTS): what the index and a failing suite look like
+        _screenshot(f"{url}/data-docs/index.html", tmp_path / "s1", shots / "data-docs-index.png")
+        _screenshot(f"{url}/data-docs/{page}", tmp_path / "s2", shots / "data-docs-lifecycles.png")
     for log in ("index.json", "page.json"):
         assert {u for u in requested_urls(tmp_path / log) if not u.startswith(url)} == set(), log
     assert f"<td>{DS}</td>" in index and ">Failed</span>" in index and f'href="runs/dt={DS}.html"' in index
