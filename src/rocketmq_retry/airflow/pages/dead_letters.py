@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Query, Request
+from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import HTMLResponse, StreamingResponse
 
 from rocketmq_retry import contract
@@ -24,31 +24,15 @@ def dead_letters_router(pages: Pages) -> APIRouter:
     @router.get("/dead-letters", dependencies=pages.read, response_class=HTMLResponse)
     async def dead_letters(
         request: Request,
+        query: Annotated[FilterQuery, Depends()],
         user: Any = pages.caller,
-        date_from: Annotated[str | None, Query(alias="from")] = None,
-        date_to: Annotated[str | None, Query(alias="to")] = None,
-        group: str | None = None,
-        topic: str | None = None,
-        tag: str | None = None,
-        key: str | None = None,
-        state: str | None = None,
-        attribution: str | None = None,
         page: Annotated[int, Query(ge=1, le=10_000_000)] = 1,
         page_size: Annotated[int, Query(ge=1, le=MAX_PAGE_SIZE)] = PAGE_SIZE,
     ) -> HTMLResponse:
-        first, last = check_range(date_from, date_to)
-        filters = _filters(group, topic, tag, key, state, attribution)
+        first, last = check_range(query.date_from, query.date_to)
+        filters = query.filters()
         result = pages.answer(lambda: pages.explorer().dead_letters(first, last, filters, page, page_size))
-        form = {
-            "from": result.date_from,
-            "to": result.date_to,
-            "group": group or "",
-            "topic": topic or "",
-            "tag": tag or "",
-            "key": key or "",
-            "state": state or "",
-            "attribution": attribution or "",
-        }
+        form = {"from": result.date_from, "to": result.date_to, **query.form()}
         may_redrive = pages.authenticate and guard.can_trigger_redrive(user)
         return render(
             request,
@@ -65,18 +49,9 @@ def dead_letters_router(pages: Pages) -> APIRouter:
         )
 
     @router.get("/dead-letters.csv", dependencies=pages.read)
-    def dead_letters_csv(
-        date_from: Annotated[str | None, Query(alias="from")] = None,
-        date_to: Annotated[str | None, Query(alias="to")] = None,
-        group: str | None = None,
-        topic: str | None = None,
-        tag: str | None = None,
-        key: str | None = None,
-        state: str | None = None,
-        attribution: str | None = None,
-    ) -> StreamingResponse:
-        first, last = check_range(date_from, date_to)
-        filters = _filters(group, topic, tag, key, state, attribution)
+    def dead_letters_csv(query: Annotated[FilterQuery, Depends()]) -> StreamingResponse:
+        first, last = check_range(query.date_from, query.date_to)
+        filters = query.filters()
         rows = pages.answer(lambda: pages.explorer().dead_letters_csv(first, last, filters))
         name = f"dead-letters-{first or 'first'}_{last or 'last'}.csv"  # built from validated dates only
         return StreamingResponse(
@@ -88,24 +63,41 @@ def dead_letters_router(pages: Pages) -> APIRouter:
     return router
 
 
-def _filters(
-    group: str | None,
-    topic: str | None,
-    tag: str | None,
-    key: str | None,
-    state: str | None,
-    attribution: str | None,
-) -> Any:
-    from rocketmq_retry.explore.model import COMPENSATION_STATES, DeadLetterFilter
+class FilterQuery:
+    """The dead-letter filter as both routes read it from the query string (the page and its CSV export of the
+    same rows), declared once so the two cannot drift apart."""
 
-    return DeadLetterFilter(
-        group=group or None,
-        topic=topic or None,
-        tag=tag or None,
-        key=key or None,
-        compensation_state=check_choice(state, COMPENSATION_STATES, "state"),
-        attribution=check_choice(attribution, contract.ATTRIBUTIONS, "attribution"),
-    )
+    def __init__(
+        self,
+        date_from: Annotated[str | None, Query(alias="from")] = None,
+        date_to: Annotated[str | None, Query(alias="to")] = None,
+        group: str | None = None,
+        topic: str | None = None,
+        tag: str | None = None,
+        key: str | None = None,
+        state: str | None = None,
+        attribution: str | None = None,
+    ) -> None:
+        self.date_from, self.date_to = date_from, date_to
+        self.group, self.topic, self.tag, self.key = group, topic, tag, key
+        self.state, self.attribution = state, attribution
+
+    def form(self) -> dict[str, str]:
+        """The values to show back in the filter form (escaped by the template)."""
+        fields = ("group", "topic", "tag", "key", "state", "attribution")
+        return {name: getattr(self, name) or "" for name in fields}
+
+    def filters(self) -> Any:
+        from rocketmq_retry.explore.model import COMPENSATION_STATES, DeadLetterFilter
+
+        return DeadLetterFilter(
+            group=self.group or None,
+            topic=self.topic or None,
+            tag=self.tag or None,
+            key=self.key or None,
+            compensation_state=check_choice(self.state, COMPENSATION_STATES, "state"),
+            attribution=check_choice(self.attribution, contract.ATTRIBUTIONS, "attribution"),
+        )
 
 
 def _states() -> tuple[str, ...]:
