@@ -14,12 +14,16 @@ DEMO_DIR ?= $(ROOT)/.demo
 DEMO_DATE ?= 2026-11-20
 DEMO_CONFIG ?= $(ROOT)/examples/rocketmq-retry.yaml
 PYTEST_ARGS ?=
+# Two pytest-xdist workers, one test module per worker at a time (docs: README "Two commands"); 0 runs in one process.
+PYTEST_WORKERS ?= 2
+XDIST := -n $(PYTEST_WORKERS) --dist loadfile
 
 .PHONY: help setup test test-all test-fast lint format demo bench clean
 
 help:
 	@echo "make setup      create .venv from the pinned constraints (idempotent; checks Java 17)"
 	@echo "make demo       setup, then run the daily DAG (airflow dags test) on the committed sample and print its summary"
+	@echo "                (DEMO_SPARK=connect: its Spark tasks on one warm Spark Connect server, left running)"
 	@echo "make test       setup, then run the whole test suite (real Spark, Airflow, GE, SQLite and PostgreSQL)"
 	@echo "make test-fast  the tests not marked slow"
 	@echo "make test-all   every test, including the 2,000-message simulated-day comparison (about 4 more minutes)"
@@ -32,17 +36,17 @@ setup:
 test: setup
 	@bash scripts/ensure-postgres.sh
 	@bash scripts/ensure-chromium.sh
-	$(PY) -m pytest -m "not fullday" $(PYTEST_ARGS)
+	$(PY) -m pytest $(XDIST) -m "not fullday" $(PYTEST_ARGS)
 
 test-all: setup
 	@bash scripts/ensure-postgres.sh
 	@bash scripts/ensure-chromium.sh
-	$(PY) -m pytest $(PYTEST_ARGS)
+	$(PY) -m pytest $(XDIST) $(PYTEST_ARGS)
 
 test-fast: setup
 	@bash scripts/ensure-postgres.sh
 	@bash scripts/ensure-chromium.sh
-	$(PY) -m pytest -m "not slow" $(PYTEST_ARGS)
+	$(PY) -m pytest $(XDIST) -m "not slow" $(PYTEST_ARGS)
 
 LINT_PATHS := $(wildcard src tests benchmarks spark dags plugins scripts)
 

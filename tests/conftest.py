@@ -24,11 +24,25 @@ SAMPLES = pathlib.Path(os.environ.get("SAMPLES_DIR", ROOT / "tests" / "data" / "
 SCRATCH = pathlib.Path(tempfile.mkdtemp(prefix="rocketmq-retry-tests-"))
 atexit.register(shutil.rmtree, SCRATCH, ignore_errors=True)
 (SCRATCH / "airflow").mkdir()
-os.environ.setdefault("AIRFLOW_HOME", str(SCRATCH / "airflow"))
-os.environ.setdefault("AIRFLOW__CORE__DAGS_FOLDER", str(ROOT / "dags"))
-os.environ.setdefault("AIRFLOW__CORE__PLUGINS_FOLDER", str(ROOT / "plugins"))
-os.environ.setdefault("AIRFLOW__CORE__LOAD_EXAMPLES", "False")
-os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+# A variable the user set wins; one that a parent test process set (pytest-xdist's controller loads this file too,
+# and its workers inherit its environment) names the parent's scratch folder and is replaced: each worker has its
+# own Airflow home, metadata database and Spark warehouse folder, so no two workers share one.
+_DEFAULTED = "ROCKETMQ_RETRY_TEST_DEFAULTED"
+_inherited = set(filter(None, os.environ.get(_DEFAULTED, "").split(",")))
+_defaulted: set[str] = set()
+
+
+def _default(key: str, value: str) -> None:
+    if key not in os.environ or key in _inherited:
+        os.environ[key] = value
+        _defaulted.add(key)
+
+
+_default("AIRFLOW_HOME", str(SCRATCH / "airflow"))
+_default("AIRFLOW__CORE__DAGS_FOLDER", str(ROOT / "dags"))
+_default("AIRFLOW__CORE__PLUGINS_FOLDER", str(ROOT / "plugins"))
+_default("AIRFLOW__CORE__LOAD_EXAMPLES", "False")
+_default("SPARK_LOCAL_IP", "127.0.0.1")
 # The first code to start Spark in this process fixes the JVM's heap for the whole run, and that is not always
 # the `spark` fixture: a dag.test() validates in-process with the config's 1g. 1g thrashes in full GCs once the
 # real-sample reconstruction runs after dozens of other Spark tests, so every in-process JVM gets 4g.
@@ -38,8 +52,19 @@ TEST_DRIVER_MEMORY = "4g"
 # Python child processes that start Spark inherit it through the environment too.
 WAREHOUSE_CONF = shlex.quote(f"spark.sql.warehouse.dir={SCRATCH / 'spark-warehouse'}")
 SUBMIT_ARGS = f"--driver-memory {TEST_DRIVER_MEMORY} --conf {WAREHOUSE_CONF} pyspark-shell"
-os.environ.setdefault("PYSPARK_SUBMIT_ARGS", SUBMIT_ARGS)
+_default("PYSPARK_SUBMIT_ARGS", SUBMIT_ARGS)
+os.environ[_DEFAULTED] = ",".join(sorted(_defaulted))
 os.environ.pop("ROCKETMQ_RETRY_CONFIG", None)  # tests never pick up a developer's own config
+
+
+# The modules that each take minutes, started first: with `make test`'s two pytest-xdist workers (one module per
+# worker at a time) a long module that started last would run alone at the end while the other worker sat idle.
+LONG_MODULES = ("test_dag_e2e.py", "test_attribution_property.py", "test_spark_cluster.py")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    rank = {name: i for i, name in enumerate(LONG_MODULES)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))  # stable: every other test keeps its place
 
 
 @pytest.fixture(scope="session")

@@ -116,12 +116,12 @@ def _rows(spark: Any, path: Any) -> list[str]:
 
 
 def test_both_jobs_on_the_cluster_equal_local_mode(
-    cluster: dict[str, Any], spark: Any, tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
+    cluster: dict[str, Any],
+    spark: Any,
+    example_day: pathlib.Path,
+    tmp_path: pathlib.Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from rocketmq_retry.config import load_config
-    from rocketmq_retry.jobs import reconstruct
-    from rocketmq_retry.jobs.ingest import run_ingest
-
     wh_cluster = f"file://{tmp_path / 'wh-cluster'}"
     paths = {"ds": DS, "landing": str(LANDING), "warehouse": wh_cluster, "config": str(CONFIG)}
     for job in ("ingest", "reconstruct"):
@@ -146,12 +146,9 @@ def test_both_jobs_on_the_cluster_equal_local_mode(
     print("\n".join(lines))
     assert sum("Successfully registered with driver" in line for line in lines) == 4  # 2 apps x 2 workers
 
-    # the same day in local mode, in this process
-    wh_local = tmp_path / "wh-local"
-    config = load_config(str(CONFIG))
-    run_ingest(spark, config, DS, str(LANDING), str(wh_local))
-    assert reconstruct.main(["--date", DS, "--warehouse", str(wh_local), "--config", str(CONFIG)]) == 0
-
+    # the same day in local mode: the session's example day (conftest.example_day: the same landing, config and
+    # jobs, run in this process's local Spark), built once for every test that reads it
+    wh_local = example_day
     for table in TABLES:
         on_cluster = P.committed(wh_cluster, table, DS)
         assert isinstance(on_cluster, P.HadoopPath) and on_cluster.is_dir(), table
