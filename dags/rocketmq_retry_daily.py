@@ -29,7 +29,7 @@ with DAG(
     wait = parts.landing_sensor(settings)
     ingest = parts.spark_job("ingest", settings, needs_landing=True)
     reconstruct = parts.spark_job("reconstruct", settings)
-    validate = parts.validate_task()
+    validate = parts.validate_task(settings)
     # Compensation acts on dead letters only after validation passed: a critical failure blocks it.
     batches = plan_compensation(run)
     compensated = compensation_summary(compensate.expand(batch=batches))

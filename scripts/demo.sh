@@ -3,6 +3,8 @@
 #   scripts/demo.sh DEMO_DIR DATE CONFIG
 # Lands a day of RocketMQ logs (the committed sample for its date, else simulated), then runs
 # `airflow dags test rocketmq_retry_daily DATE` (local SQLite metadata DB, local Spark) and prints what it found.
+# DEMO_SPARK=connect runs the Spark tasks on one warm Spark Connect server (scripts/spark-connect.sh, started here
+# if it is not running and left running, so the next run finds it warm) instead of a spark-submit per task.
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 DEMO_DIR="$(mkdir -p "${1:-$ROOT/.demo}" && cd "${1:-$ROOT/.demo}" && pwd)"
@@ -18,7 +20,16 @@ export SPARK_LOCAL_IP=127.0.0.1 PYSPARK_PYTHON="$ROOT/.venv/bin/python" PYSPARK_
 export AIRFLOW_HOME="$DEMO_DIR/airflow"
 export AIRFLOW__DATABASE__SQL_ALCHEMY_CONN="sqlite:///$AIRFLOW_HOME/airflow.db?timeout=30"
 export AIRFLOW__CORE__LOAD_EXAMPLES=False AIRFLOW__CORE__DAGS_FOLDER="$ROOT/dags" AIRFLOW__CORE__PLUGINS_FOLDER="$ROOT/plugins"
-export AIRFLOW_CONN_SPARK_DEFAULT='{"conn_type": "spark", "host": "local[*]"}'
+if [ "${DEMO_SPARK:-submit}" = connect ]; then
+  export SPARK_CONNECT_PORT="${SPARK_CONNECT_PORT:-15002}"
+  bash "$ROOT/scripts/spark-connect.sh" start | sed 's/^/[demo] /'
+  export AIRFLOW_CONN_SPARK_DEFAULT="{\"conn_type\": \"spark_connect\", \"host\": \"sc://127.0.0.1\", \"port\": $SPARK_CONNECT_PORT}"
+elif [ "${DEMO_SPARK:-submit}" = submit ]; then
+  export AIRFLOW_CONN_SPARK_DEFAULT='{"conn_type": "spark", "host": "local[*]"}'
+else
+  echo "[demo] DEMO_SPARK=${DEMO_SPARK}: use submit (the default: a spark-submit per Spark task) or connect" >&2
+  exit 2
+fi
 export ROCKETMQ_RETRY_CONFIG="$CONFIG"
 export ROCKETMQ_RETRY_LANDING_ROOT="$DEMO_DIR/landing" ROCKETMQ_RETRY_WAREHOUSE_ROOT="$DEMO_DIR/warehouse"
 # A copy of the GE project: the demo's config (its groups' max reconsume times) rewrites the stored transitions
@@ -54,7 +65,7 @@ if ! airflow dags test rocketmq_retry_daily "$DATE" >"$DEMO_DIR/dags-test.log" 2
   echo "[demo] the DAG run failed: see $DEMO_DIR/dags-test.log" >&2
   exit 1
 fi
-say "DAG run succeeded in $(( $(date +%s) - dag_start )) s; task states:"
+say "DAG run succeeded in $(( $(date +%s) - dag_start )) s (Spark: ${DEMO_SPARK:-submit}); task states:"
 grep -oE "\[DAG TEST\] end task task_id=[a-z_]+" "$DEMO_DIR/dags-test.log" | sed 's/.*task_id=/  done: /' || true
 
 # --- 4. what the run found ------------------------------------------------------------------------------------
@@ -71,3 +82,6 @@ print(f"  Data Docs index: {load_validation_settings().docs_dir / 'index.html'}"
 PY
 echo
 say "done in $(( $(date +%s) - start )) s. Outputs: $ROCKETMQ_RETRY_WAREHOUSE_ROOT/<table>/dt=$DATE"
+if [ "${DEMO_SPARK:-submit}" = connect ]; then
+  say "the Spark Connect server stays up for the next run: stop it with scripts/spark-connect.sh stop"
+fi

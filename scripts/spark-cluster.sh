@@ -28,6 +28,7 @@ WORKERS=${SPARK_CLUSTER_WORKERS:-2}
 CORES=${SPARK_WORKER_CORES:-1}
 MEMORY=${SPARK_WORKER_MEMORY:-1g}
 HOST=127.0.0.1
+NAME=spark-cluster
 MASTER_URL="spark://$HOST:$MASTER_PORT"
 # The web UIs bind SPARK_LOCAL_IP (all interfaces without it); the daemons' own heap stays small.
 export SPARK_LOCAL_IP=$HOST SPARK_DAEMON_MEMORY=${SPARK_DAEMON_MEMORY:-256m}
@@ -36,46 +37,8 @@ export SPARK_CONF_DIR=${SPARK_CONF_DIR:-$DIR/conf}
 # The master's REST submission server would take the fixed port 6066 (and accept unauthenticated submissions).
 export SPARK_MASTER_OPTS="${SPARK_MASTER_OPTS:-} -Dspark.master.rest.enabled=false"
 
-die() {
-	echo "spark-cluster: $*" >&2
-	exit 1
-}
-
-spark_home() {
-	if [[ -n ${SPARK_HOME:-} ]]; then
-		echo "$SPARK_HOME"
-		return
-	fi
-	[[ -x $PY ]] || die "no Python at $PY (run make setup, or set PY or SPARK_HOME)"
-	"$PY" -c 'import os, pyspark; print(os.path.dirname(pyspark.__file__))' ||
-		die "pyspark is not importable by $PY (run make setup)"
-}
-
-check_java() {
-	command -v java >/dev/null || die "java not found on PATH: Spark 4 needs Java 17 or later (e.g. apt-get install openjdk-17-jre-headless)"
-	local version major
-	version=$(java -version 2>&1 | sed -n 's/.*version "\([^"]*\)".*/\1/p' | head -n1)
-	major=${version%%.*}
-	[[ $major =~ ^[0-9]+$ && $major -ge 17 ]] ||
-		die "java on PATH is version '${version:-unknown}': Spark 4 needs Java 17 or later"
-}
-
-pid_alive() { # pidfile -> 0 when its process is running
-	[[ -f $1 ]] && kill -0 "$(cat "$1")" 2>/dev/null
-}
-
-port_busy() {
-	(exec 3<>"/dev/tcp/$HOST/$1") 2>/dev/null
-}
-
-wait_port() { # port seconds what logfile
-	local i
-	for ((i = 0; i < $2 * 10; i++)); do
-		port_busy "$1" && return 0
-		sleep 0.1
-	done
-	die "$3 did not open $HOST:$1 within $2 s; see $4"
-}
+# die, spark_home, check_java, pid_alive, port_busy, wait_port, stop_pid
+source "$ROOT/scripts/spark-common.sh"
 
 master_json() {
 	"$PY" - "http://$HOST:$MASTER_UI_PORT/json/" <<'EOF'
@@ -137,25 +100,6 @@ start() {
 		sleep 0.1
 	done
 	die "the $WORKERS worker(s) did not register with $MASTER_URL within 120 s; see $DIR/logs/"
-}
-
-stop_pid() { # pidfile name
-	local pidfile=$1 name=$2 pid i
-	[[ -f $pidfile ]] || return 0
-	pid=$(cat "$pidfile")
-	if kill -0 "$pid" 2>/dev/null; then
-		kill "$pid"
-		for ((i = 0; i < 150; i++)); do
-			kill -0 "$pid" 2>/dev/null || break
-			sleep 0.1
-		done
-		if kill -0 "$pid" 2>/dev/null; then
-			echo "spark-cluster: $name (pid $pid) still running 15 s after TERM: sending KILL" >&2
-			kill -9 "$pid" 2>/dev/null || true
-		fi
-		echo "spark-cluster: stopped $name (pid $pid)"
-	fi
-	rm -f "$pidfile"
 }
 
 stop() {

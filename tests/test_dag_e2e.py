@@ -1,7 +1,9 @@
 """``rocketmq_retry_daily`` end to end with real ``dag.test()``: real spark-submit of the ingest and reconstruction
 jobs on the committed example landing, real Great Expectations, a real SQLite metadata database.
 
-Run twice for the same date: the second run must leave exactly the same outputs (idempotent partition tasks).
+Run twice for the same date: the second run must leave exactly the same outputs (idempotent partition tasks). The
+first runs the Spark tasks as spark-submits, the second on a Spark Connect server (scripts/spark-connect.sh), the
+deployment's other way to run them: one replaces the other's partitions and neither changes a row.
 A run whose warehouse breaks a critical expectation fails at ``validate`` and nothing after it runs.
 """
 
@@ -11,6 +13,8 @@ import json
 import os
 import pathlib
 import shutil
+import socket
+import subprocess
 import sys
 from collections.abc import Iterator
 from typing import Any
@@ -83,6 +87,27 @@ def dag(deployment: dict[str, pathlib.Path]) -> Any:
     return bag.dags["rocketmq_retry_daily"]
 
 
+@pytest.fixture(scope="module")
+def connect_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[int]:
+    """scripts/spark-connect.sh's server on a free port of 127.0.0.1, stopped after the module."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env = {
+        **{k: v for k, v in os.environ.items() if k != "PYSPARK_SUBMIT_ARGS"},
+        "SPARK_CONNECT_DIR": str(tmp_path_factory.mktemp("spark-connect")),
+        "SPARK_CONNECT_PORT": str(port),
+        "PY": sys.executable,
+    }
+    script = ROOT / "scripts" / "spark-connect.sh"
+    try:
+        started = subprocess.run(["bash", str(script), "start"], env=env, capture_output=True, text=True, timeout=400)
+        assert started.returncode == 0, started.stdout + started.stderr
+        yield port
+    finally:
+        subprocess.run(["bash", str(script), "stop"], env=env, capture_output=True, text=True, timeout=120)
+
+
 def _snapshot(warehouse: pathlib.Path, ds: str) -> dict[str, Any]:
     """Every output of the run for ``ds``, order-independent: sorted rows of each table plus the report."""
     import pyarrow.dataset as pads
@@ -101,11 +126,15 @@ def _states(dag_run: Any) -> dict[str, str]:
     return {ti.task_id: str(ti.state) for ti in dag_run.get_task_instances()}
 
 
-def test_daily_run_twice_same_outputs(dag: Any, deployment: dict[str, pathlib.Path]) -> None:
+def test_daily_run_twice_same_outputs(
+    dag: Any, deployment: dict[str, pathlib.Path], connect_server: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
     missing = _missing_job()
     if missing:
         pytest.skip(f"end-to-end run needs the real jobs: {missing}")
     import pendulum
+
+    from rocketmq_retry.airflow import operators
 
     shutil.copytree(ROOT / "examples" / "landing", deployment["landing"] / DS)
     logical = pendulum.datetime(2026, 11, 20, tz="UTC")
@@ -122,8 +151,21 @@ def test_daily_run_twice_same_outputs(dag: Any, deployment: dict[str, pathlib.Pa
     page = pathlib.Path(report["validation"]["data_docs"])
     assert page.is_file() and page.is_relative_to(deployment["gx"])
 
+    # the second run's Spark tasks as clients of the Connect server: the same jobs, no spark-submit
+    conn = {"conn_type": "spark_connect", "host": "sc://127.0.0.1", "port": connect_server}
+    monkeypatch.setenv("AIRFLOW_CONN_SPARK_DEFAULT", json.dumps(conn))
+    on_connect: list[str] = []
+    real_client = operators.spark_connect_client
+
+    def client(url: str) -> Any:
+        on_connect.append(url)
+        return real_client(url)
+
+    monkeypatch.setattr(operators, "spark_connect_client", client)
+    monkeypatch.setattr(operators.SparkSubmitOperator, "execute", lambda *a, **k: pytest.fail("spark-submit ran"))
     second = dag.test(logical_date=logical)
     assert second.state == "success", _states(second)
+    assert on_connect == [f"sc://127.0.0.1:{connect_server}/"] * 3  # ingest, reconstruct, validate
     again = _snapshot(deployment["warehouse"], DS)
     assert sorted(again) == sorted(outputs)
     for name, content in outputs.items():

@@ -99,7 +99,7 @@ def spark_job(job: str, settings: AirflowSettings, *, needs_landing: bool = Fals
     )
 
 
-def validate_task() -> Any:
+def validate_task(settings: AirflowSettings) -> Any:
     from rocketmq_retry.airflow.operators import ValidatePartitionOperator
 
-    return ValidatePartitionOperator(task_id="validate")
+    return ValidatePartitionOperator(task_id="validate", conn_id=settings.spark_conn_id)

@@ -8,11 +8,12 @@ Constructors do nothing but store arguments: DAG parsing must stay cheap.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import os
 import pathlib
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
@@ -85,7 +86,8 @@ class RocketMQSparkJobOperator(SparkSubmitOperator):
     """``spark-submit spark/<job>.py --date D --warehouse W [--landing L] [--config C]`` for this run.
 
     The master comes from the Spark connection (``local[*]`` or any ``spark://``, ``yarn``, ``k8s://`` URL);
-    the package is shipped to executors with ``--py-files``.
+    the package is shipped to executors with ``--py-files``. A connection of type ``spark_connect`` runs the job
+    here instead, as a client of that (warm) Spark Connect server.
     """
 
     def __init__(
@@ -105,7 +107,12 @@ class RocketMQSparkJobOperator(SparkSubmitOperator):
         self.needs_landing = needs_landing
 
     def execute(self, context: Any) -> None:
-        self.prepare(run_paths(context))
+        paths = run_paths(context)
+        connect_url = spark_connect_url(self._conn_id)
+        if connect_url:
+            self._run_on_connect(paths, connect_url)
+            return
+        self.prepare(paths)
         from airflow.exceptions import AirflowException
         from airflow.sdk.exceptions import AirflowFailException
 
@@ -122,6 +129,39 @@ class RocketMQSparkJobOperator(SparkSubmitOperator):
                 ) from None
             raise
 
+    def job_args(self, paths: dict[str, str]) -> list[str]:
+        """The job's own arguments for one run: the same for spark-submit and for a Spark Connect server."""
+        args = ["--date", paths["ds"], "--warehouse", paths["warehouse"]]
+        if self.needs_landing:
+            args += ["--landing", paths["landing"]]
+        if paths["config"]:
+            args += ["--config", paths["config"]]
+        return args
+
+    def _run_on_connect(self, paths: dict[str, str], url: str) -> None:
+        """The job's ``main`` in this worker as a Spark Connect client of an already warm server: no JVM starts
+        here and none compiles Spark's code again (docs/airflow.md "A warm Spark Connect server"). The outputs
+        and their commit are the same as under spark-submit; the warehouse must be a path the server sees."""
+        import importlib
+
+        from airflow.exceptions import AirflowException
+        from airflow.sdk.exceptions import AirflowFailException
+
+        from rocketmq_retry.errors import NOT_RETRYABLE_EXIT_CODE, InputError, UserError
+
+        main = importlib.import_module(f"rocketmq_retry.jobs.{self.job}").main
+        args = self.job_args(paths)
+        self.log.info("%s on the Spark Connect server %s: %s", self.job, url.split(";")[0], " ".join(args))
+        try:
+            with spark_connect_client(url):
+                code = main(args)
+        except UserError as exc:
+            raise AirflowFailException(f"{self.job}: {exc} (not retryable: fix the config or input)") from None
+        if code in (UserError.exit_code, InputError.exit_code, NOT_RETRYABLE_EXIT_CODE):  # the job printed the reason
+            raise AirflowFailException(f"{self.job} exited {code} (not retryable: fix the config or input)")
+        if code:
+            raise AirflowException(f"{self.job} exited {code}")
+
     def prepare(self, paths: dict[str, str]) -> None:
         """Set the submit's arguments, conf, ``--py-files`` zip and environment for one run's paths: what
         ``execute`` hands to SparkSubmitHook (tests/test_spark_cluster.py submits the same to a cluster)."""
@@ -133,12 +173,7 @@ class RocketMQSparkJobOperator(SparkSubmitOperator):
         if not pathlib.Path(self.application).is_file():
             raise AirflowFailException(f"spark-submit entry {self.application} not found (job {self.job!r})")
         config = load_config(paths["config"] or None)
-        args = ["--date", paths["ds"], "--warehouse", paths["warehouse"]]
-        if self.needs_landing:
-            args += ["--landing", paths["landing"]]
-        if paths["config"]:
-            args += ["--config", paths["config"]]
-        self.application_args = args
+        self.application_args = self.job_args(paths)
         defaults = pathlib.Path(self.application).with_name("spark-defaults.conf")
         if defaults.is_file() and not self.properties_file:
             # The jobs' own tuning (JVM flags, ...); --master and the --conf below still take precedence.
@@ -162,6 +197,49 @@ class RocketMQSparkJobOperator(SparkSubmitOperator):
         }
 
 
+def spark_connect_url(conn_id: str | None) -> str | None:
+    """The ``sc://`` URL when ``conn_id`` is a Spark Connect connection (conn type ``spark_connect``), else None
+    (a spark-submit connection, or none at all: the validate task then starts its local session)."""
+    if not conn_id:
+        return None
+    from airflow.providers.apache.spark.hooks.spark_connect import SparkConnectHook
+    from airflow.sdk import BaseHook
+    from airflow.sdk.exceptions import AirflowNotFoundException
+
+    try:
+        conn_type = BaseHook.get_connection(conn_id).conn_type
+    except AirflowNotFoundException:
+        return None
+    return SparkConnectHook(conn_id).get_connection_url() if conn_type == SparkConnectHook.conn_type else None
+
+
+# PySpark's own switches: SPARK_REMOTE names the server; PySpark sets SPARK_CONNECT_MODE_ENABLED when it creates a
+# remote session and leaves it set after stop(), which would turn every later classic session in the process into
+# a remote one (dag.test() runs every task, and tests, in one process)
+_CONNECT_ENV = ("SPARK_REMOTE", "SPARK_CONNECT_MODE_ENABLED")
+
+
+@contextlib.contextmanager
+def spark_connect_client(url: str) -> Iterator[None]:
+    """Inside: ``build_spark_session`` connects to ``url``. On the way out the session is stopped, so the server
+    frees what the task left in it (checkpoints, caches), and the process's environment is as it was."""
+    saved = {key: os.environ.get(key) for key in _CONNECT_ENV}
+    os.environ["SPARK_REMOTE"] = url
+    try:
+        yield
+    finally:
+        from pyspark.sql.connect.session import SparkSession as RemoteSession
+
+        session = RemoteSession.getActiveSession()
+        if session is not None:
+            session.stop()
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+
+
 class ValidatePartitionOperator(BaseOperator):
     """Runs the Great Expectations checkpoints for the run's partition and updates Data Docs.
 
@@ -174,6 +252,10 @@ class ValidatePartitionOperator(BaseOperator):
     template_fields: Sequence[str] = ()
     ui_color = "#fdd49e"
 
+    def __init__(self, *, conn_id: str | None = None, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.conn_id = conn_id  # the Spark jobs' connection: a Spark Connect one is used here too
+
     def execute(self, context: Any) -> dict[str, Any]:
         from airflow.sdk.exceptions import AirflowFailException
 
@@ -184,7 +266,9 @@ class ValidatePartitionOperator(BaseOperator):
         paths = run_paths(context)
         try:
             config = load_config(paths["config"] or None)  # read once; its validation: section is in it
-            summary = run(paths["ds"], paths["warehouse"], config)
+            url = spark_connect_url(self.conn_id)
+            with spark_connect_client(url) if url else contextlib.nullcontext():
+                summary = run(paths["ds"], paths["warehouse"], config)
         except UserError as exc:
             raise AirflowFailException(str(exc)) from None
         settings = config.validation

@@ -24,6 +24,7 @@ from rocketmq_retry.jobs import ingest_patterns as P
 from rocketmq_retry.jobs.ingest_check import FileCheck, check_file
 from rocketmq_retry.jobs.ingest_read import Refused, SourceFile, instance_table, read_lines, resolve_inputs
 from rocketmq_retry.jobs.partitions import committed, write_partitions
+from rocketmq_retry.jobs.spark_session import build_spark_session, release_checkpoint
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -195,9 +196,8 @@ def _run(
         )
         step("done")
     finally:
-        # the checkpoints' blocks belong to their RDDs, not to the cache manager that DataFrame.unpersist() asks
-        for df in kept:
-            df._jdf.queryExecution().logical().rdd().unpersist(False)
+        for df in reversed(kept):  # a later checkpoint may be built on an earlier one
+            release_checkpoint(df)
     return IngestResult(
         report=report,
         notes=notes,
@@ -326,7 +326,6 @@ def main(argv: list[str] | None = None) -> int:
     config = load_config(args.config)
     if not config.sources:  # fail before paying for a Spark session
         resolve_inputs(config, args.landing, args.date)
-    from rocketmq_retry.jobs.spark_session import build_spark_session
 
     spark = build_spark_session(
         "rocketmq-retry-ingest",

@@ -157,6 +157,14 @@ class HadoopFs:
     def __init__(self, uri: str) -> None:
         from pyspark import SparkContext
 
+        if os.environ.get("SPARK_REMOTE"):
+            # the job's data is on the Connect server: a JVM that happens to run here is not the one writing it
+            server = os.environ["SPARK_REMOTE"].split(";")[0]  # the URL's parameters may hold a token
+            raise CommitError(
+                f"{uri}: a warehouse URI is committed through Hadoop's FileSystem API in a classic Spark driver, and "
+                f"this job runs on the Spark Connect server at {server} (no driver JVM here): give the warehouse as "
+                f"a plain path that the server and this process both see, or use spark-submit"
+            )
         sc = SparkContext._active_spark_context
         if sc is None and os.environ.get("PYSPARK_GATEWAY_PORT"):
             # Under spark-submit the driver's JVM is already up: a job that checks its input before building its

@@ -232,7 +232,8 @@ def committed(
 
 def _spark_writer(df: DataFrame) -> Writer:
     def write(path: Any) -> None:
-        df.write.mode("errorifexists").parquet(str(path))
+        # "error" (= errorifexists): the one spelling a Spark Connect client accepts too
+        df.write.mode("error").parquet(str(path))
 
     return write
 

@@ -44,11 +44,11 @@ class Outputs:
     def release(self) -> None:
         """Unpersist the cached intermediates: a session that outlives the run (tests, a notebook) keeps no
         cached blocks per date it reconstructed."""
-        for frame in self.cached:
-            if frame.is_cached:
-                frame.unpersist()
-            else:  # a local checkpoint: its blocks belong to its RDD, not to the cache manager
-                frame._jdf.queryExecution().logical().rdd().unpersist(False)
+        from rocketmq_retry.jobs.spark_session import release_checkpoint
+
+        # the later frames are built on the earlier ones: released first, while what they stand on still exists
+        for frame in reversed(self.cached):
+            release_checkpoint(frame)  # a cached frame is unpersisted, a local checkpoint's RDD released
 
 
 def day_bounds(day: str, zone: str = "UTC") -> tuple[int, int]:

@@ -1,4 +1,6 @@
-"""The one place a SparkSession is built, with settings that suit a 2-core machine by default."""
+"""The one place a SparkSession is built, with settings that suit a 2-core machine by default: a classic session
+(local, or the driver of a spark-submit), or a Spark Connect session when PySpark's own ``SPARK_REMOTE`` names a
+server (``sc://host:port``; docs/airflow.md "A warm Spark Connect server")."""
 
 from __future__ import annotations
 
@@ -7,7 +9,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from pyspark.sql import SparkSession
+    from pyspark.sql import DataFrame, SparkSession
 
 
 def build_spark_session(
@@ -17,13 +19,21 @@ def build_spark_session(
     driver_memory: str = "1g",
     shuffle_partitions: int = 4,
     conf: Mapping[str, str] | None = None,
+    remote: str | None = None,
 ) -> SparkSession:
-    """Build (or reuse) a session. Under spark-submit the master comes from the command line, so pass None."""
+    """Build (or reuse) a session. Under spark-submit the master comes from the command line, so pass None.
+
+    ``remote`` (default: ``$SPARK_REMOTE``) connects to a Spark Connect server instead of starting a JVM here: the
+    settings below that belong to a session (``spark.sql.*``) are set on it; the server's own (memory, JVM flags)
+    are the server's, and the client drops them without error."""
     from pyspark.sql import SparkSession
 
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # else Spark binds the first non-loopback address
+    remote = remote or os.environ.get("SPARK_REMOTE") or None
     builder = SparkSession.builder.appName(app_name)
-    if master:
+    if remote:
+        builder = builder.remote(remote)
+    elif master:
         builder = builder.master(master)
     settings = {
         "spark.driver.memory": driver_memory,
@@ -54,3 +64,29 @@ def build_spark_session(
     for key, value in settings.items():
         builder = builder.config(key, value)
     return builder.getOrCreate()
+
+
+def is_remote(spark: SparkSession) -> bool:
+    """A Spark Connect session (no driver JVM in this process)."""
+    from pyspark.sql.utils import is_remote as _env_remote
+
+    return _env_remote() or type(spark).__module__.startswith("pyspark.sql.connect")
+
+
+def release_checkpoint(df: DataFrame) -> None:
+    """Free a local checkpoint's blocks now. They belong to the checkpoint's RDD, not to the cache manager that
+    ``DataFrame.unpersist()`` asks; a session that outlives the run (tests, a notebook, a Connect server) would
+    otherwise keep them per date it processed."""
+    if df.is_cached:
+        df.unpersist()
+        return
+    jdf = getattr(df, "_jdf", None)
+    if jdf is not None:  # classic: the RDD behind the checkpointed plan
+        jdf.queryExecution().logical().rdd().unpersist(False)
+        return
+    # Spark Connect: the server holds the checkpoint as a cached remote relation until the client releases it,
+    # which the client does when the plan object is collected; release it now and only once.
+    plan = getattr(df, "_plan", None)
+    if plan is not None and getattr(plan, "_relation_id", None) is not None:
+        plan.__del__()
+        plan._relation_id = None

@@ -1,0 +1,72 @@
+"""The Spark tasks' other way to run: as clients of one warm Spark Connect server (scripts/spark-connect.sh). The
+whole DAG on a real server is tests/test_dag_e2e.py's second run; here, what decides and guards that path."""
+
+from __future__ import annotations
+
+import json
+import os
+import pathlib
+import socket
+import subprocess
+import sys
+
+import pytest
+
+from conftest import ROOT
+from rocketmq_retry.jobs import partition_fs
+
+
+def test_the_connection_type_decides(monkeypatch: pytest.MonkeyPatch) -> None:
+    from rocketmq_retry.airflow.operators import spark_connect_url
+
+    monkeypatch.setenv("AIRFLOW_CONN_SPARK_LOCAL", json.dumps({"conn_type": "spark", "host": "local[2]"}))
+    monkeypatch.setenv(
+        "AIRFLOW_CONN_SPARK_WARM", json.dumps({"conn_type": "spark_connect", "host": "sc://127.0.0.1", "port": 15002})
+    )
+    assert spark_connect_url("spark_local") is None
+    assert spark_connect_url("spark_warm") == "sc://127.0.0.1:15002/"
+    assert spark_connect_url("no_such_connection") is None  # validate then starts its own local session
+    assert spark_connect_url(None) is None
+
+
+@pytest.mark.parametrize("before", [None, "sc://elsewhere:1/"])
+def test_the_client_sets_spark_remote_for_the_task_only(monkeypatch: pytest.MonkeyPatch, before: str | None) -> None:
+    from rocketmq_retry.airflow.operators import spark_connect_client
+
+    if before is None:
+        monkeypatch.delenv("SPARK_REMOTE", raising=False)
+    else:
+        monkeypatch.setenv("SPARK_REMOTE", before)
+    monkeypatch.delenv("SPARK_CONNECT_MODE_ENABLED", raising=False)
+    with spark_connect_client("sc://127.0.0.1:15002/"):
+        assert os.environ["SPARK_REMOTE"] == "sc://127.0.0.1:15002/"
+        os.environ["SPARK_CONNECT_MODE_ENABLED"] = "1"  # what PySpark sets when it creates a remote session
+    assert os.environ.get("SPARK_REMOTE") == before
+    assert "SPARK_CONNECT_MODE_ENABLED" not in os.environ  # a later classic session stays classic
+
+
+def test_a_uri_warehouse_is_refused_on_a_connect_server(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SPARK_REMOTE", "sc://127.0.0.1:15002/;token=secret")
+    with pytest.raises(partition_fs.CommitError) as err:
+        partition_fs.HadoopFs("hdfs://nn:8020/warehouse")
+    message = str(err.value)
+    assert "hdfs://nn:8020/warehouse" in message and "Spark Connect server at sc://127.0.0.1:15002/" in message
+    assert "plain path" in message and "secret" not in message
+
+
+def test_the_script_refuses_a_busy_port_and_starts_nothing(tmp_path: pathlib.Path) -> None:
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        env = {**os.environ, "SPARK_CONNECT_DIR": str(tmp_path), "SPARK_CONNECT_PORT": str(port), "PY": sys.executable}
+        done = subprocess.run(
+            ["bash", str(ROOT / "scripts" / "spark-connect.sh"), "start"], env=env, capture_output=True, text=True
+        )
+    assert done.returncode == 1
+    assert f"port 127.0.0.1:{port} is already in use (set SPARK_CONNECT_PORT)" in done.stderr
+    assert not (tmp_path / "pids" / "server.pid").exists()
+    status = subprocess.run(
+        ["bash", str(ROOT / "scripts" / "spark-connect.sh"), "status"], env=env, capture_output=True, text=True
+    )
+    assert status.returncode == 1 and "not running" in status.stderr
