@@ -11,6 +11,7 @@ from pyspark.sql import types as T
 from pyspark.testing import assertDataFrameEqual
 
 from rocketmq_retry.contract import partition_dir
+from rocketmq_retry.errors import NOT_RETRYABLE_EXIT_CODE
 from rocketmq_retry.jobs import reconstruct
 from rocketmq_retry.jobs.reconstruct_events import EVENTS_SCHEMA
 
@@ -39,6 +40,10 @@ def test_parse_duration() -> None:
 def test_bad_date_and_missing_partition(tmp_path: pathlib.Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert reconstruct.main(["--date", "2026-13-01", "--warehouse", str(tmp_path)]) == 2
     assert reconstruct.main(["--date", D, "--warehouse", str(tmp_path)]) == 3
+    assert "run ingest first" in capsys.readouterr().err
+    # what spark-submit exits with: the operator fails the task without retries on it, as for the ingest
+    assert reconstruct.cli(["--date", "2026-13-01", "--warehouse", str(tmp_path)]) == NOT_RETRYABLE_EXIT_CODE
+    assert reconstruct.cli(["--date", D, "--warehouse", str(tmp_path)]) == NOT_RETRYABLE_EXIT_CODE
     assert "run ingest first" in capsys.readouterr().err
 
 

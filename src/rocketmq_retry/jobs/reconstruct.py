@@ -35,7 +35,7 @@ from pyspark.sql import functions as F
 from rocketmq_retry.config import load_config
 from rocketmq_retry.contract import partition_dir
 from rocketmq_retry.dates import partition_date
-from rocketmq_retry.errors import InputError, UserError
+from rocketmq_retry.errors import NOT_RETRYABLE_EXIT_CODE, InputError, UserError
 from rocketmq_retry.jobs import lifecycle_schedule as sched
 from rocketmq_retry.jobs.attribution import REASONS, read_bindings
 from rocketmq_retry.jobs.partitions import committed, write_partitions
@@ -44,7 +44,7 @@ from rocketmq_retry.jobs.reconstruct_events import CONSUMER_KINDS
 from rocketmq_retry.jobs.reconstruct_lifecycles import Thresholds
 from rocketmq_retry.jobs.reconstruct_pipeline import Outputs, day_bounds, reconstruct
 
-__all__ = ["TABLES", "Outputs", "Thresholds", "main", "read_events", "reconstruct", "write_tables"]
+__all__ = ["TABLES", "Outputs", "Thresholds", "cli", "main", "read_events", "reconstruct", "write_tables"]
 
 TABLES = ("transitions", "lifecycles", "dead_letters", "reconciliation", "unattributed")
 
@@ -193,6 +193,13 @@ def main(argv: list[str] | None = None) -> int:
     except UserError as exc:
         print(f"rocketmq-retry reconstruct: {exc}", file=sys.stderr)
         return exc.exit_code
+
+
+def cli(argv: list[str] | None = None) -> int:
+    """``main`` for spark-submit (spark_apps/reconstruct.py): a user error exits NOT_RETRYABLE_EXIT_CODE, as the
+    ingest's does, so the Airflow task fails at once instead of retrying what only a fixed config or input mends."""
+    code = main(argv)
+    return NOT_RETRYABLE_EXIT_CODE if code in (UserError.exit_code, InputError.exit_code) else code
 
 
 def _run(args: argparse.Namespace) -> int:

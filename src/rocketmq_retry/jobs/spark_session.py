@@ -5,6 +5,7 @@ server (``sc://host:port``; docs/airflow.md "A warm Spark Connect server")."""
 from __future__ import annotations
 
 import os
+import warnings
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
@@ -61,9 +62,17 @@ def build_spark_session(
         "spark.sql.maxPlanStringLength": "1000000",
     }
     settings.update(conf or {})
+    if remote:
+        # The server's JVM, memory and static settings are its own: only a session's SQL settings apply, and PySpark
+        # warns once per other key it cannot set (seven warnings in every task log otherwise).
+        settings = {k: v for k, v in settings.items() if k.startswith("spark.sql.")}
     for key, value in settings.items():
         builder = builder.config(key, value)
-    return builder.getOrCreate()
+    if not remote:
+        return builder.getOrCreate()
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=r"Failed to set spark\.sql\..*CANNOT_MODIFY_STATIC_CONFIG")
+        return builder.getOrCreate()
 
 
 def is_remote(spark: SparkSession) -> bool:

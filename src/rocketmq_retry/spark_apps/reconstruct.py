@@ -8,6 +8,6 @@ import sys
 
 if __name__ == "__main__":
     os.environ.setdefault("SPARK_SUBMIT", "1")  # the master comes from spark-submit, not from the config
-    from rocketmq_retry.jobs.reconstruct import main
+    from rocketmq_retry.jobs.reconstruct import cli
 
-    sys.exit(main(sys.argv[1:]))
+    sys.exit(cli(sys.argv[1:]))
