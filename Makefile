@@ -16,7 +16,9 @@ DEMO_CONFIG ?= $(ROOT)/examples/rocketmq-retry.yaml
 PYTEST_ARGS ?=
 # Two pytest-xdist workers, one test module per worker at a time (docs: README "Two commands"); 0 runs in one process.
 PYTEST_WORKERS ?= 2
-XDIST := -n $(PYTEST_WORKERS) --dist loadfile
+# --no-loadscope-reorder: xdist would otherwise start the modules with the most tests first, and the three that take
+# minutes (few tests each) would start last; conftest.py puts them first.
+XDIST := -n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder
 
 .PHONY: help setup test test-all test-fast lint format demo bench clean
 
