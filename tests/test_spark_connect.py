@@ -70,3 +70,15 @@ def test_the_script_refuses_a_busy_port_and_starts_nothing(tmp_path: pathlib.Pat
         ["bash", str(ROOT / "scripts" / "spark-connect.sh"), "status"], env=env, capture_output=True, text=True
     )
     assert status.returncode == 1 and "not running" in status.stderr
+
+
+@pytest.mark.spark
+def test_a_classic_session_here_is_not_taken_for_the_servers(spark: object, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A test suite (or a notebook) may hold a classic session while a task runs on the server: validate must
+    not pick it up, and must be able to build the remote one beside it."""
+    from rocketmq_retry.jobs.spark_session import active_session
+
+    monkeypatch.delenv("SPARK_REMOTE", raising=False)
+    assert active_session() is spark
+    monkeypatch.setenv("SPARK_REMOTE", "sc://127.0.0.1:1/")
+    assert active_session() is None

@@ -30,12 +30,17 @@ def build_spark_session(
     from pyspark.sql import SparkSession
 
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # else Spark binds the first non-loopback address
-    remote = remote or os.environ.get("SPARK_REMOTE") or None
-    builder = SparkSession.builder.appName(app_name)
+    remote = _remote(remote)
     if remote:
-        builder = builder.remote(remote)
-    elif master:
-        builder = builder.master(master)
+        # Connect's own builder: the classic one refuses a remote session while a classic one runs in this process
+        # (a test suite's) and marks the whole process as Connect from then on.
+        from pyspark.sql.connect.session import SparkSession as RemoteSession
+
+        builder = RemoteSession.builder.remote(remote).appName(app_name)
+    else:
+        builder = SparkSession.builder.appName(app_name)
+        if master:
+            builder = builder.master(master)
     settings = {
         "spark.driver.memory": driver_memory,
         "spark.sql.shuffle.partitions": str(shuffle_partitions),
@@ -75,11 +80,20 @@ def build_spark_session(
         return builder.getOrCreate()
 
 
-def is_remote(spark: SparkSession) -> bool:
-    """A Spark Connect session (no driver JVM in this process)."""
-    from pyspark.sql.utils import is_remote as _env_remote
+def _remote(remote: str | None = None) -> str | None:
+    return remote or os.environ.get("SPARK_REMOTE") or None
 
-    return _env_remote() or type(spark).__module__.startswith("pyspark.sql.connect")
+
+def active_session() -> SparkSession | None:
+    """The session this process already has, of the kind ``build_spark_session`` would build now: with
+    ``SPARK_REMOTE`` set a classic session (a test suite's) is not the one to use."""
+    if _remote():
+        from pyspark.sql.connect.session import SparkSession as RemoteSession
+
+        return RemoteSession.getActiveSession()  # type: ignore[return-value]
+    from pyspark.sql import SparkSession
+
+    return SparkSession.getActiveSession()
 
 
 def release_checkpoint(df: DataFrame) -> None:

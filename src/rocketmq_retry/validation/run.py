@@ -212,17 +212,15 @@ def _url_to_path(url: str) -> str:
 
 def run(ds: str, warehouse: str, config: Config | str | None) -> ValidationSummary:
     """Load the config (once: its ``validation:`` section is part of it) unless given, start (or reuse) a local
-    Spark session, validate. The session is stopped only if this call started it, so an Airflow worker or a test
-    suite that already has one keeps it."""
-    from pyspark.sql import SparkSession
-
+    Spark session (a Spark Connect one when ``SPARK_REMOTE`` is set), validate. The session is stopped only if
+    this call started it, so an Airflow worker or a test suite that already has one keeps it."""
     from rocketmq_retry.config import Config, load_config
-    from rocketmq_retry.jobs.spark_session import build_spark_session
+    from rocketmq_retry.jobs.spark_session import active_session, build_spark_session
 
     partition_date(ds, what="--date")
     config = config if isinstance(config, Config) else load_config(config)
     settings = config.validation
-    existing = SparkSession.getActiveSession()
+    existing = active_session()
     spark = existing or build_spark_session(
         "rocketmq-retry-validate",
         master=config.spark.master,
