@@ -64,6 +64,15 @@ def test_overview_counts_and_links(client: TestClient) -> None:
     assert f'href="/messages/{lit.PLAIN}9?group=order-consumer&amp;from={DAY}&amp;to={DAY}"' in text
     assert 'id="validation-status" class="empty"' in text  # never validated: said so, no fake link
     assert "<svg" in text and 'class="chart bars"' in text
+    assert ">75 %</text>" in text  # the bar says what the table says, with its unit
+
+
+def test_bars_print_values_as_the_tables_do() -> None:
+    from rocketmq_retry.airflow.pages import svg
+
+    chart = str(svg.bars([("GID_a", 16.7), ("GID_b", 0.0), ("GID_c", 33.333)], unit=" %"))
+    assert ">16.7 %</text>" in chart and ">0 %</text>" in chart and ">33.333 %</text>" in chart
+    assert "16.700" not in chart
 
 
 def test_values_from_logs_are_text_everywhere(client: TestClient) -> None:

@@ -17,8 +17,10 @@ def _num(value: float) -> str:
     return f"{value:.1f}".rstrip("0").rstrip(".")
 
 
-def bars(items: Sequence[tuple[str, float]], *, width: int = 420, bar_height: int = 18, title: str = "") -> Markup:
-    """Horizontal bars, one per (label, value), scaled to the largest value."""
+def bars(
+    items: Sequence[tuple[str, float]], *, width: int = 420, bar_height: int = 18, title: str = "", unit: str = ""
+) -> Markup:
+    """Horizontal bars, one per (label, value), scaled to the largest value; ``unit`` follows each value."""
     label_w, value_w = 150, 60
     top = max((v for _, v in items), default=0) or 1
     height = max(1, len(items)) * (bar_height + 4) + 4
@@ -32,10 +34,11 @@ def bars(items: Sequence[tuple[str, float]], *, width: int = 420, bar_height: in
         w = inner * (value / top) if value > 0 else 0
         short = label if len(label) <= 22 else label[:21] + "…"  # the full name stays in the row's tooltip
         parts.append(
-            f"<g><title>{escape(label)}: {escape(_fmt(value))}</title>"
+            f"<g><title>{escape(label)}: {escape(_fmt(value) + unit)}</title>"
             f'<text class="label" x="{label_w - 6}" y="{y + bar_height - 5}" text-anchor="end">{escape(short)}</text>'
             f'<rect class="bar" x="{label_w}" y="{y}" width="{_num(w)}" height="{bar_height}"/>'
-            f'<text class="value" x="{_num(label_w + w)}" dx="4" y="{y + bar_height - 5}">{escape(_fmt(value))}</text>'
+            f'<text class="value" x="{_num(label_w + w)}" dx="4" y="{y + bar_height - 5}">'
+            f"{escape(_fmt(value) + unit)}</text>"
             "</g>"
         )
     parts.append("</svg>")
@@ -43,7 +46,8 @@ def bars(items: Sequence[tuple[str, float]], *, width: int = 420, bar_height: in
 
 
 def _fmt(value: float) -> str:
-    return str(int(value)) if float(value).is_integer() else f"{value:.3f}"
+    # 16.7, not 16.700: the value as the page's tables print it
+    return str(int(value)) if float(value).is_integer() else f"{value:.3f}".rstrip("0")
 
 
 def sparkline(values: Sequence[float | None], *, width: int = 160, height: int = 32, title: str = "") -> Markup:
