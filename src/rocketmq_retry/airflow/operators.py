@@ -213,9 +213,9 @@ def spark_connect_url(conn_id: str | None) -> str | None:
     return SparkConnectHook(conn_id).get_connection_url() if conn_type == SparkConnectHook.conn_type else None
 
 
-# PySpark's own switches: SPARK_REMOTE names the server; PySpark sets SPARK_CONNECT_MODE_ENABLED when it creates a
-# remote session and leaves it set after stop(), which would turn every later classic session in the process into
-# a remote one (dag.test() runs every task, and tests, in one process)
+# PySpark's own switches: SPARK_REMOTE names the server; SPARK_CONNECT_MODE_ENABLED, set when a remote session is
+# built, stays set after stop() and would turn every later classic session in the process into a remote one
+# (dag.test() runs every task, and tests, in one process)
 _CONNECT_ENV = ("SPARK_REMOTE", "SPARK_CONNECT_MODE_ENABLED")
 
 

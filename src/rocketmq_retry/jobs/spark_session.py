@@ -33,9 +33,11 @@ def build_spark_session(
     remote = _remote(remote)
     if remote:
         # Connect's own builder: the classic one refuses a remote session while a classic one runs in this process
-        # (a test suite's) and marks the whole process as Connect from then on.
+        # (a test suite's). PySpark's functions (F.col, ...) build Connect columns only while this variable is set,
+        # as the classic builder would set it; the Airflow task unsets it again (operators.spark_connect_client).
         from pyspark.sql.connect.session import SparkSession as RemoteSession
 
+        os.environ["SPARK_CONNECT_MODE_ENABLED"] = "1"
         builder = RemoteSession.builder.remote(remote).appName(app_name)
     else:
         builder = SparkSession.builder.appName(app_name)
