@@ -82,3 +82,32 @@ def test_a_classic_session_here_is_not_taken_for_the_servers(spark: object, monk
     assert active_session() is spark
     monkeypatch.setenv("SPARK_REMOTE", "sc://127.0.0.1:1/")
     assert active_session() is None
+
+
+@pytest.mark.parametrize(("code", "outcome"), [(0, None), (65, "AirflowFailException"), (1, "AirflowException")])
+def test_on_the_server_a_user_error_fails_the_task_without_retries(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: pathlib.Path, code: int, outcome: str | None
+) -> None:
+    """The job's exit on the server is read as spark-submit's is: 65 fails at once, another failure may retry."""
+    import contextlib
+
+    from rocketmq_retry.airflow import operators
+    from rocketmq_retry.jobs import reconstruct
+
+    ran: list[list[str]] = []
+    monkeypatch.setattr(operators, "spark_connect_url", lambda conn_id: "sc://127.0.0.1:15002/")
+    monkeypatch.setattr(operators, "spark_connect_client", lambda url: contextlib.nullcontext())
+    monkeypatch.setattr(reconstruct, "cli", lambda argv: ran.append(argv) or code)
+
+    class TI:
+        def xcom_pull(self, task_ids: str) -> dict[str, str]:
+            return {"ds": "2026-11-20", "landing": "", "warehouse": str(tmp_path), "config": ""}
+
+    op = operators.RocketMQSparkJobOperator(task_id="reconstruct", job="reconstruct", apps_dir=str(tmp_path))
+    if outcome is None:
+        op.execute({"ti": TI()})
+    else:
+        with pytest.raises(Exception) as err:
+            op.execute({"ti": TI()})
+        assert type(err.value).__name__ == outcome and f"reconstruct exited {code}" in str(err.value)
+    assert ran == [["--date", "2026-11-20", "--warehouse", str(tmp_path)]]

@@ -139,7 +139,7 @@ class RocketMQSparkJobOperator(SparkSubmitOperator):
         return args
 
     def _run_on_connect(self, paths: dict[str, str], url: str) -> None:
-        """The job's ``main`` in this worker as a Spark Connect client of an already warm server: no JVM starts
+        """The job's entry (``cli``) in this worker as a Spark Connect client of an already warm server: no JVM starts
         here and none compiles Spark's code again (docs/airflow.md "A warm Spark Connect server"). The outputs
         and their commit are the same as under spark-submit; the warehouse must be a path the server sees."""
         import importlib
@@ -147,17 +147,15 @@ class RocketMQSparkJobOperator(SparkSubmitOperator):
         from airflow.exceptions import AirflowException
         from airflow.sdk.exceptions import AirflowFailException
 
-        from rocketmq_retry.errors import NOT_RETRYABLE_EXIT_CODE, InputError, UserError
+        from rocketmq_retry.errors import NOT_RETRYABLE_EXIT_CODE
 
-        main = importlib.import_module(f"rocketmq_retry.jobs.{self.job}").main
+        # the job's spark-submit entry (``cli``): a user error is the same exit code on both paths, one rule here
+        job_cli = importlib.import_module(f"rocketmq_retry.jobs.{self.job}").cli
         args = self.job_args(paths)
         self.log.info("%s on the Spark Connect server %s: %s", self.job, url.split(";")[0], " ".join(args))
-        try:
-            with spark_connect_client(url):
-                code = main(args)
-        except UserError as exc:
-            raise AirflowFailException(f"{self.job}: {exc} (not retryable: fix the config or input)") from None
-        if code in (UserError.exit_code, InputError.exit_code, NOT_RETRYABLE_EXIT_CODE):  # the job printed the reason
+        with spark_connect_client(url):
+            code = job_cli(args)
+        if code == NOT_RETRYABLE_EXIT_CODE:  # the job printed the reason
             raise AirflowFailException(f"{self.job} exited {code} (not retryable: fix the config or input)")
         if code:
             raise AirflowException(f"{self.job} exited {code}")

@@ -75,10 +75,9 @@ def build_spark_session(
         settings = {k: v for k, v in settings.items() if k.startswith("spark.sql.")}
     for key, value in settings.items():
         builder = builder.config(key, value)
-    if not remote:
-        return builder.getOrCreate()
     with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message=r"Failed to set spark\.sql\..*CANNOT_MODIFY_STATIC_CONFIG")
+        if remote:  # a static SQL setting (the codegen cache size) is the server's too
+            warnings.filterwarnings("ignore", message=r"Failed to set spark\.sql\..*CANNOT_MODIFY_STATIC_CONFIG")
         return builder.getOrCreate()
 
 
