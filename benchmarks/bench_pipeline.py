@@ -81,11 +81,13 @@ def _hwm_kib(pid: int) -> int:
     return 0
 
 
-def _kind(proc: Any) -> str | None:
+def _kind(pid: int) -> str | None:
     try:
-        # the executable, not the process name: a console script (rocketmq-retry) is a Python process too
-        name = pathlib.Path(proc.exe()).name
-    except Exception:  # gone between listing and reading
+        # the executable, not the process name: a console script (rocketmq-retry) is a Python process too.
+        # Read afresh on every sample, not with psutil's exe(), which caches its first answer: spark-submit's
+        # root process is a shell script that exec()s into the job's JVM, and a cached "bash" hid that JVM.
+        name = pathlib.Path(os.readlink(f"/proc/{pid}/exe")).name
+    except OSError:  # gone between listing and reading
         return None
     if name == "java":
         return "jvm"
@@ -114,7 +116,7 @@ class TreeMemory:
             return
         now = {"jvm": 0, "python": 0}
         for p in procs:
-            kind = _kind(p)
+            kind = _kind(p.pid)
             if kind:
                 now[kind] += _hwm_kib(p.pid)
         for kind, kib in now.items():
