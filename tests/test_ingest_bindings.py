@@ -35,6 +35,13 @@ CLIENT4 = [
     # client counters: a zero is noise, a failure count is an event
     C4.format(4) + "[CONSUME_FAILED_TPS] [ORDERS@GID_a] Stats In One Minute, SUM: 0 TPS: 0.00 AVGPT: 0.00",
     C4.format(5) + "[CONSUME_FAILED_TPS] [%RETRY%GID_a@GID_a] Stats In One Minute, SUM: 3 TPS: 0.05 AVGPT: 1.00",
+    # names are cut by byte position: a multi-byte character before them (an instance name in the client id) must
+    # not shift the cut
+    C4.format(6) + "[persistAll] Group: GID_a ClientId: 10.0.1.5@zürich-café#7 updateConsumeOffsetToBroker "
+    "MessageQueue [topic=ORDERS, brokerName=broker-a, queueId=1] 9",
+    # a rebalance line without its "group=" names no group
+    C4.format(6) + "rebalanced result changed. allocateMessageQueueStrategyName=AVG, topic=PAYMENTS, "
+    "clientId=10.0.1.5@4242#123, mqAllSize=4, cidAllSize=1, rebalanceResultSize=4, rebalanceResultSet=[]",
 ]
 CLIENT5 = [C5.format(1) + "client rebalanced result changed. allocateMessageQueueStrategyName=AVG, group=GID_d, "
            "topic=POINTS, clientId=10.0.1.9@77#9, mqAllSize=4, cidAllSize=2, rebalanceResultSize=2, "
@@ -97,7 +104,7 @@ def test_bindings_name_each_instances_groups_and_topics(parsed: dict[str, list[R
             for r in parsed["bindings"]
         ],
         [
-            B(instance="h1", kind="client-log", consumer_group="GID_a", topic="ORDERS", lines=1),
+            B(instance="h1", kind="client-log", consumer_group="GID_a", topic="ORDERS", lines=2),
             B(instance="h1", kind="client-log", consumer_group="GID_a", topic="%RETRY%GID_a", lines=1),
             B(instance="h1", kind="client-log", consumer_group="GID_b", topic="PAYMENTS", lines=1),
             B(instance="h1", kind="client-log", consumer_group="GID_c", topic="SHIPMENTS", lines=1),

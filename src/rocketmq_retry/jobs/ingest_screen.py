@@ -78,7 +78,7 @@ def binding_sql(message: str) -> str:
     branches = []
     for b in P.BINDINGS:
         starts = " OR ".join(f"startswith({message}, {sql_str(prefix)})" for prefix in b.prefixes)
-        cond = f"source IN {sql_in(b.formats)} AND ({starts}) AND locate({sql_str(b.require)}, {message}) > 0"
+        cond = f"source IN {sql_in(b.formats)} AND ({starts}) AND contains({message}, {sql_str(b.require)})"
         value = (
             f"named_struct('kind', {sql_str(b.kind)}, 'consumer_group', {b.group_sql.format(m=message)}, "
             f"'topic', {b.topic_sql.format(m=message)})"
