@@ -69,12 +69,16 @@ def escape_validation_result(validation: Any) -> Any:
     return safe
 
 
-def publish(context: Any, identifier: Any, validation: Any, site_name: str) -> None:
-    """Store the escaped result over the raw one, then build its Data Docs page (and the index) from it."""
+def publish(context: Any, results: list[tuple[Any, Any]], site_name: str) -> None:
+    """Store each escaped result over the raw one, then build their Data Docs pages (and the index) from them.
+
+    ``results``: (identifier, validation result) pairs. One build for all of them: each build also renders the
+    index over every result stored so far, so a build per result re-rendered it once per table."""
     from great_expectations.data_context.types.resource_identifiers import ExpectationSuiteIdentifier
 
-    context.validation_results_store.set(identifier, escape_validation_result(validation))
-    context.build_data_docs(
-        site_names=[site_name],
-        resource_identifiers=[identifier, ExpectationSuiteIdentifier(name=validation.suite_name)],
-    )
+    identifiers: list[Any] = []
+    for identifier, validation in results:
+        context.validation_results_store.set(identifier, escape_validation_result(validation))
+        identifiers += [identifier, ExpectationSuiteIdentifier(name=validation.suite_name)]
+    if identifiers:
+        context.build_data_docs(site_names=[site_name], resource_identifiers=identifiers)

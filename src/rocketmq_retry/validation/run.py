@@ -135,13 +135,16 @@ def _validate_frames(
     # A fixed run time per date: re-running a date overwrites its results and pages instead of piling up.
     run_id = gx.RunIdentifier(run_name=f"dt={ds}", run_time=dt.datetime.fromisoformat(ds).replace(tzinfo=dt.UTC))
     summary = ValidationSummary(ds=ds, warehouse=str(warehouse), success=True, rows={})
+    results: dict[str, list[tuple[Any, Any]]] = {}
     for table, frame in frames.items():
         summary.rows[table] = frame.count()
         result = context.checkpoints.get(checkpoint_name(table)).run(
             batch_parameters={"dataframe": frame}, run_id=run_id
         )
-        for identifier, validation in result.run_results.items():
-            publish(context, identifier, validation, DOCS_SITE)
+        results[table] = list(result.run_results.items())
+    publish(context, [pair for pairs in results.values() for pair in pairs], DOCS_SITE)
+    for table, pairs in results.items():
+        for identifier, validation in pairs:
             urls = context.get_docs_sites_urls(resource_identifier=identifier, site_name=DOCS_SITE)
             if urls and urls[0].get("site_url"):
                 summary.validation_pages[table] = _url_to_path(urls[0]["site_url"])
