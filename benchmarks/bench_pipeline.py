@@ -329,9 +329,14 @@ class ConnectServer:
     """A Spark Connect server started cold for this size's day (``scripts/spark-connect.sh``, its defaults:
     local[2], 2g), so its start and its JIT warm-up count in the day, as a first run's must."""
 
-    def __init__(self, home: pathlib.Path) -> None:
+    def __init__(self, home: pathlib.Path, memory: str) -> None:
         self.dir = home / "connect"
-        self.env = {**os.environ, "SPARK_CONNECT_DIR": str(self.dir), "SPARK_CONNECT_PORT": str(_free_port())}
+        self.env = {
+            **os.environ,
+            "SPARK_CONNECT_DIR": str(self.dir),
+            "SPARK_CONNECT_PORT": str(_free_port()),
+            "SPARK_CONNECT_MEMORY": memory,
+        }
         self.url = f"sc://127.0.0.1:{self.env['SPARK_CONNECT_PORT']}"
 
     def script(self, action: str) -> list[str]:
@@ -345,7 +350,9 @@ class ConnectServer:
         subprocess.run(self.script("stop"), env=self.env, check=False, capture_output=True)
 
 
-def run_size(size: int, base: pathlib.Path, keep: bool, duckdb: bool, spark: str = "submit") -> list[Step]:
+def run_size(
+    size: int, base: pathlib.Path, keep: bool, duckdb: bool, spark: str = "submit", connect_memory: str = "2g"
+) -> list[Step]:
     name = label(size)
     home = home_of(base, size, spark)
     warehouse, config = home / "warehouse", home / "rocketmq-retry.yaml"
@@ -384,7 +391,7 @@ def run_size(size: int, base: pathlib.Path, keep: bool, duckdb: bool, spark: str
               file=sys.stderr, flush=True)  # fmt: skip
         return s
 
-    server = ConnectServer(home) if spark == "connect" else None
+    server = ConnectServer(home, connect_memory) if spark == "connect" else None
     try:
         if server:
             seconds, peak = run_measured(server.script("start"), logs / "connect-start.log", server.env)
@@ -571,6 +578,9 @@ def main(argv: list[str] | None = None) -> int:
         help="submit: a spark-submit per Spark step (the DAG's default); connect: the steps as clients of one Spark "
         "Connect server started cold for the day (scripts/spark-connect.sh), its start counted in the day",
     )
+    p.add_argument(
+        "--connect-memory", default="2g", help="the Connect server's heap (SPARK_CONNECT_MEMORY; it runs every step)"
+    )
     p.add_argument("--child-connect", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
     p.add_argument("--child-validate", nargs=3, help=argparse.SUPPRESS)
     p.add_argument("--child-duckdb", nargs=4, help=argparse.SUPPRESS)
@@ -587,7 +597,7 @@ def main(argv: list[str] | None = None) -> int:
         p.error(f"--workdir {base} is inside the repository; pick a folder outside it")
     results: dict[int, list[Step]] = {}
     for size in sizes:
-        results[size] = run_size(size, base, args.keep, not args.no_duckdb, args.spark)
+        results[size] = run_size(size, base, args.keep, not args.no_duckdb, args.spark, args.connect_memory)
         save_results(home_of(base, size, args.spark), size, results[size], args.spark)
     # sizes measured by an earlier invocation in the same workdir (say 1 M, then 10 M) still give a growth table
     for marker in sorted(base.glob("*/results.json")):
@@ -597,7 +607,8 @@ def main(argv: list[str] | None = None) -> int:
     print(
         f"\nsettings: {os.cpu_count()} cores; Spark steps: "
         + (
-            "one Spark Connect server started cold (scripts/spark-connect.sh: local[2], 2g, spark-defaults.conf), "
+            f"one Spark Connect server started cold (scripts/spark-connect.sh: local[2], {args.connect_memory}, "
+            "spark-defaults.conf), "
             "the jobs' cli as its clients; "
             if args.spark == "connect"
             else ""
