@@ -326,8 +326,8 @@ def _free_port() -> int:
 
 
 class ConnectServer:
-    """A Spark Connect server started cold for this size's day (``scripts/spark-connect.sh``, its defaults:
-    local[2], 2g), so its start and its JIT warm-up count in the day, as a first run's must."""
+    """A Spark Connect server started cold for this size's day (``scripts/spark-connect.sh``: local[2], heap
+    ``memory``), so its start and its JIT warm-up count in the day, as a first run's must."""
 
     def __init__(self, home: pathlib.Path, memory: str) -> None:
         self.dir = home / "connect"
@@ -604,18 +604,20 @@ def main(argv: list[str] | None = None) -> int:
         saved = json.loads(marker.read_text())
         if saved.get("spark", "submit") == args.spark:
             results.setdefault(int(saved["size"]), [Step(**s) for s in saved["steps"]])
-    print(
-        f"\nsettings: {os.cpu_count()} cores; Spark steps: "
-        + (
-            f"one Spark Connect server started cold (scripts/spark-connect.sh: local[2], {args.connect_memory}, "
-            "spark-defaults.conf), "
-            "the jobs' cli as its clients; "
-            if args.spark == "connect"
-            else ""
+    if args.spark == "connect":
+        spark_steps_text = (
+            f"one Spark Connect server started cold (scripts/spark-connect.sh: local[2], heap {args.connect_memory}, "
+            f"spark_apps/spark-defaults.conf), ingest and reconstruct as its clients (the jobs' cli), validate too; "
+            f"config spark: {SPARK_SETTINGS}"
         )
-        + f"spark-submit with the DAG's command (connection {SPARK_CONN['host']}, "
-        f"spark_apps/spark-defaults.conf, config spark: {SPARK_SETTINGS}); validate local Spark with the same; "
-        f"compensate: SQLite ledger, one HTTP handler on 127.0.0.1; topology {TOPOLOGY.stem}, seed {SEED}"
+    else:
+        spark_steps_text = (
+            f"spark-submit with the DAG's command (connection {SPARK_CONN['host']}, spark_apps/spark-defaults.conf, "
+            f"config spark: {SPARK_SETTINGS}); validate local Spark with the same"
+        )
+    print(
+        f"\nsettings: {os.cpu_count()} cores; {spark_steps_text}; compensate: SQLite ledger, one HTTP handler on "
+        f"127.0.0.1; topology {TOPOLOGY.stem}, seed {SEED}"
     )
     for size, steps in results.items():
         print_size(size, steps)
