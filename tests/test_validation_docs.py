@@ -106,6 +106,30 @@ def test_a_failing_expectation_says_so_in_words_with_its_severity_and_example_ro
 
 
 @pytest.mark.spark
+def test_a_passing_table_is_stored_from_the_basic_pass_a_failing_one_from_the_summary_pass(
+    site: tuple[Any, pathlib.Path],
+) -> None:
+    """run._run_checkpoint: SUMMARY's example values are fetched only for a table with a failure. The stored result
+    of a table that passed is the BASIC one (no example counts at all); a failing table's is the SUMMARY one, with
+    the rows its page lists (the test above)."""
+    import json
+
+    summary, site_dir = site
+    stored = site_dir.parent.parent / "validations"
+
+    def results(table: str) -> list[dict[str, Any]]:
+        (path,) = (stored / f"rocketmq_retry_{table}").rglob("*.json")
+        return json.loads(path.read_text())["results"]
+
+    assert {r.table for r in summary.results if not r.success} == {"lifecycles", "transitions"}
+    for table in ("events", "dead_letters"):  # unattributed has no column map expectation
+        column_results = [r["result"] for r in results(table) if "unexpected_count" in r["result"]]
+        assert column_results and not any("partial_unexpected_counts" in r for r in column_results), table
+    failing = [r["result"] for r in results("lifecycles") if not r["success"]]
+    assert failing and all(r["partial_unexpected_counts"] and r["partial_unexpected_index_list"] for r in failing)
+
+
+@pytest.mark.spark
 def test_a_failing_row_query_says_its_warning_severity_and_labels_its_count(site: tuple[Any, pathlib.Path]) -> None:
     summary, _ = site
     page = pathlib.Path(summary.validation_pages["transitions"]).read_text()
