@@ -106,26 +106,27 @@ def test_a_failing_expectation_says_so_in_words_with_its_severity_and_example_ro
 
 
 @pytest.mark.spark
-def test_a_passing_table_is_stored_from_the_basic_pass_a_failing_one_from_the_summary_pass(
+def test_a_passing_expectation_is_stored_from_the_basic_pass_a_failing_one_from_the_summary_pass(
     site: tuple[Any, pathlib.Path],
 ) -> None:
-    """run._run_checkpoint: SUMMARY's example values are fetched only for a table with a failure. The stored result
-    of a table that passed is the BASIC one (no example counts at all); a failing table's is the SUMMARY one, with
-    the rows its page lists (the test above)."""
+    """run._run_checkpoint: SUMMARY's example values are fetched only for a failing expectation. The stored result of
+    a passing column expectation is the BASIC one (no example counts at all), in a passing table and in a failing
+    one alike; a failing expectation's is the SUMMARY one, with the rows its page lists (the test above)."""
     import json
 
     summary, site_dir = site
     stored = site_dir.parent.parent / "validations"
 
-    def results(table: str) -> list[dict[str, Any]]:
+    def column_results(table: str, success: bool) -> list[dict[str, Any]]:
         (path,) = (stored / f"rocketmq_retry_{table}").rglob("*.json")
-        return json.loads(path.read_text())["results"]
+        results = json.loads(path.read_text())["results"]
+        return [r["result"] for r in results if r["success"] is success and "unexpected_count" in r["result"]]
 
     assert {r.table for r in summary.results if not r.success} == {"lifecycles", "transitions"}
-    for table in ("events", "dead_letters"):  # unattributed has no column map expectation
-        column_results = [r["result"] for r in results(table) if "unexpected_count" in r["result"]]
-        assert column_results and not any("partial_unexpected_counts" in r for r in column_results), table
-    failing = [r["result"] for r in results("lifecycles") if not r["success"]]
+    for table in ("events", "dead_letters", "lifecycles"):  # unattributed has no column map expectation
+        passing = column_results(table, True)
+        assert passing and not any("partial_unexpected_counts" in r for r in passing), table
+    failing = column_results("lifecycles", False)
     assert failing and all(r["partial_unexpected_counts"] and r["partial_unexpected_index_list"] for r in failing)
 
 
