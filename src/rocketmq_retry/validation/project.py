@@ -67,12 +67,9 @@ INDEX_COLUMNS = {
 }
 
 
-def result_format(table: str, level: str = "SUMMARY") -> dict[str, Any]:
-    """What a checkpoint returns: the stored ``SUMMARY`` (example values and the rows that failed, by
-    ``INDEX_COLUMNS``), or ``BASIC`` for the first pass over a table (``run.py``: counts and observed values only;
-    GX computes SUMMARY's example values and rows with extra Spark queries per column expectation, pass or fail)."""
+def result_format(table: str) -> dict[str, Any]:
     return {
-        "result_format": level,
+        "result_format": "SUMMARY",
         "partial_unexpected_count": 20,
         "unexpected_index_column_names": INDEX_COLUMNS[table],
         "return_unexpected_index_query": False,

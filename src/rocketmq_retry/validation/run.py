@@ -139,7 +139,7 @@ def _validate_frames(
     for table, frame in frames.items():
         summary.rows[table] = frame.count()
         checkpoint = context.checkpoints.get(checkpoint_name(table))
-        results[table] = _run_checkpoint(checkpoint, table, frame, run_id)
+        results[table] = _run_checkpoint(checkpoint, frame, run_id)
     publish(context, [pair for pairs in results.values() for pair in pairs], DOCS_SITE)
     for table, pairs in results.items():
         for identifier, validation in pairs:
@@ -170,29 +170,28 @@ def _validate_frames(
     return summary
 
 
-def _run_checkpoint(checkpoint: Any, table: str, frame: DataFrame, run_id: Any) -> list[tuple[Any, Any]]:
+def _run_checkpoint(checkpoint: Any, frame: DataFrame, run_id: Any) -> list[tuple[Any, Any]]:
     """(result identifier, validation result) pairs of ``checkpoint``'s validation definitions over ``frame``.
 
-    Each suite runs with result format BASIC (counts and observed values), and only its failing expectations run
-    again with the checkpoint's stored format (SUMMARY: example values and the rows that failed, for the page),
-    their results put in place of the BASIC ones. GX computes SUMMARY's examples with extra Spark queries for every
-    column expectation, passing or not: a passing expectation (nearly all of them on any day) is spared those, and a
-    failing one gets the result a SUMMARY run of the whole suite gives it (GX's ``Batch.validate`` of one
-    expectation and a suite's run go through the same ``Validator._validate_expectation_configs``)."""
+    Each suite runs with the checkpoint's stored format at level BASIC (counts and observed values), and only its
+    failing expectations run again with the stored format itself (SUMMARY: example values and the rows that failed,
+    for the page), their results put in place of the BASIC ones. GX computes SUMMARY's examples with extra Spark
+    queries for every column expectation, passing or not: a passing expectation (nearly all of them on any day) is
+    spared those, and a failing one gets the result a SUMMARY run of the whole suite gives it (GX's ``Batch.validate``
+    of one expectation and a suite's run go through the same ``Validator._validate_expectation_configs``)."""
     from great_expectations.data_context.types.resource_identifiers import (
         ExpectationSuiteIdentifier,
         ValidationResultIdentifier,
     )
 
-    from rocketmq_retry.validation.project import result_format
-
+    basic = {**checkpoint.result_format, "result_format": "BASIC"}
     pairs = []
     for definition in checkpoint.validation_definitions:
         batch_parameters = {"dataframe": frame}
         validation = definition.run(
             checkpoint_id=checkpoint.id,
             batch_parameters=batch_parameters,
-            result_format=result_format(table, "BASIC"),
+            result_format=basic,
             run_id=run_id,
         )
         failed = [i for i, r in enumerate(validation.results) if not r.success]
