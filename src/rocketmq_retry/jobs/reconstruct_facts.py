@@ -21,6 +21,13 @@ def _ids(cond: Column) -> Column:
     return F.array_sort(F.collect_set(F.when(cond, F.col("event_id"))))
 
 
+def _n_distinct(col: Column) -> Column:
+    """``count(DISTINCT col)`` as the size of the set of its non-null values: a distinct aggregate makes Spark expand
+    every input row once per distinct column and aggregate twice, the second time sorted (13 s of the 10 M-line
+    day's reconstruction, docs/scale.md); a set in the one object-hash aggregation counts the same values."""
+    return F.size(F.collect_set(col))
+
+
 def _of_an_attempt() -> Column:
     """Rows that belong to one delivery attempt of one lifecycle."""
     return F.col("attempt").isNotNull() & F.col("consumer_group").isNotNull() & F.col("msg_id").isNotNull()
@@ -37,10 +44,10 @@ def _per_source_facts(obs: DataFrame) -> DataFrame:
             # write them, e.g. a trace SubBefore) are counted, so two lines about one failure are not two deliveries.
             # Distinct by requestId: one trace record can reach us twice (the trace file and a dump of the trace
             # topic); two broadcasting instances have two requestIds (§7.2, §12).
-            F.countDistinct(F.when(kind == "DELIVERY", F.coalesce("request_id", "event_id"))).alias("n_delivered"),
+            _n_distinct(F.when(kind == "DELIVERY", F.coalesce("request_id", "event_id"))).alias("n_delivered"),
             # failed deliveries of the attempt: one per trace request or per instance that logged the failure (each
             # instance of a broadcasting group fails, or not, on its own)
-            F.countDistinct(
+            _n_distinct(
                 F.when(kind.isin("FAIL", "SUSPEND", "DROP"), F.coalesce("request_id", "instance", "event_id"))
             ).alias("n_failed"),
             _min_t(kind.isin(*CONSUMER_KINDS)).alias("seen_at"),
@@ -86,7 +93,7 @@ def _instance_deliveries(obs: DataFrame) -> DataFrame:
             & F.col("instance").isNotNull()
         )
         .groupBy(*KEY, "attempt")
-        .agg(F.countDistinct("instance").alias("n_instances"))
+        .agg(_n_distinct(F.col("instance")).alias("n_instances"))
     )
 
 
