@@ -90,6 +90,11 @@ def _remote(remote: str | None = None) -> str | None:
     return remote or os.environ.get("SPARK_REMOTE") or None
 
 
+def is_remote() -> bool:
+    """Whether ``build_spark_session`` builds a Spark Connect session here (``SPARK_REMOTE`` is set)."""
+    return _remote() is not None
+
+
 def active_session() -> SparkSession | None:
     """The session this process already has, of the kind ``build_spark_session`` would build now: with
     ``SPARK_REMOTE`` set a classic session (a test suite's) is not the one to use."""

@@ -10,13 +10,16 @@ the severity configured for their check.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime as dt
 import html
+import importlib
 import json
 import os
 import pathlib
 import shutil
 import sys
+import threading
 import urllib.parse
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
@@ -33,6 +36,32 @@ if TYPE_CHECKING:
     from rocketmq_retry.config import Config
 
 EXIT_CRITICAL = 1
+
+# Packages that starting a Spark session imports and Great Expectations imports too. They are loaded on the calling
+# thread before GX starts loading on another, so that the two threads never import one package at the same time:
+# when two threads' import orders cross, Python breaks the would-be deadlock by handing one of them a partly
+# initialised module.
+_SHARED_IMPORTS = ("numpy", "pandas", "pyarrow", "google.protobuf.message", "pyspark.testing.utils")
+_SHARED_IMPORTS_CLASSIC = ("pyspark.sql.classic.dataframe",)
+_SHARED_IMPORTS_CONNECT = ("pyspark.sql.connect.session", "pyspark.sql.connect.dataframe")
+
+
+def prefetch_great_expectations(remote: bool) -> threading.Thread:
+    """Start importing Great Expectations (5-6 s on 2 cores, docs/scale.md) on a daemon thread, so that it overlaps
+    the JVM's start and the tables' first reads instead of following them. The later ``import great_expectations``
+    waits for this one (the import system's per-module lock); should it fail here, that import raises the error
+    itself, with its own traceback."""
+    for name in (*_SHARED_IMPORTS, *(_SHARED_IMPORTS_CONNECT if remote else _SHARED_IMPORTS_CLASSIC)):
+        importlib.import_module(name)
+
+    def load() -> None:
+        # a failure is raised again, where it is handled, by the caller's own import
+        with contextlib.suppress(Exception):
+            importlib.import_module("great_expectations")
+
+    thread = threading.Thread(target=load, name="import great_expectations", daemon=True)
+    thread.start()
+    return thread
 
 
 @dataclass
@@ -117,14 +146,21 @@ def validate_partition(
     # than the metric itself.
     frames = {table: _read_partition(spark, warehouse, table, ds).cache() for table in TABLES}
     try:
-        return _validate_frames(frames, config, settings, ds, warehouse)
+        # counted (and cached) before Great Expectations is needed: meanwhile it may still be loading (``run``)
+        rows = {table: frame.count() for table, frame in frames.items()}
+        return _validate_frames(frames, rows, config, settings, ds, warehouse)
     finally:
         for frame in frames.values():  # a worker or test session that outlives the run keeps no cached blocks
             frame.unpersist()
 
 
 def _validate_frames(
-    frames: dict[str, DataFrame], config: Config, settings: ValidationSettings, ds: str, warehouse: str
+    frames: dict[str, DataFrame],
+    rows: dict[str, int],
+    config: Config,
+    settings: ValidationSettings,
+    ds: str,
+    warehouse: str,
 ) -> ValidationSummary:
     import great_expectations as gx
 
@@ -134,10 +170,9 @@ def _validate_frames(
     context = open_project(config, settings)
     # A fixed run time per date: re-running a date overwrites its results and pages instead of piling up.
     run_id = gx.RunIdentifier(run_name=f"dt={ds}", run_time=dt.datetime.fromisoformat(ds).replace(tzinfo=dt.UTC))
-    summary = ValidationSummary(ds=ds, warehouse=str(warehouse), success=True, rows={})
+    summary = ValidationSummary(ds=ds, warehouse=str(warehouse), success=True, rows=dict(rows))
     results: dict[str, list[tuple[Any, Any]]] = {}
     for table, frame in frames.items():
-        summary.rows[table] = frame.count()
         checkpoint = context.checkpoints.get(checkpoint_name(table))
         results[table] = _run_checkpoint(checkpoint, frame, run_id)
     publish(context, [pair for pairs in results.values() for pair in pairs], DOCS_SITE)
@@ -256,11 +291,12 @@ def run(ds: str, warehouse: str, config: Config | str | None) -> ValidationSumma
     Spark session (a Spark Connect one when ``SPARK_REMOTE`` is set), validate. The session is stopped only if
     this call started it, so an Airflow worker or a test suite that already has one keeps it."""
     from rocketmq_retry.config import Config, load_config
-    from rocketmq_retry.jobs.spark_session import active_session, build_spark_session
+    from rocketmq_retry.jobs.spark_session import active_session, build_spark_session, is_remote
 
     partition_date(ds, what="--date")
     config = config if isinstance(config, Config) else load_config(config)
     settings = config.validation
+    prefetch_great_expectations(remote=is_remote())
     existing = active_session()
     spark = existing or build_spark_session(
         "rocketmq-retry-validate",
