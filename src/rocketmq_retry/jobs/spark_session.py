@@ -13,6 +13,10 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
 
+# the JVM flags of every driver and executor (also in spark_apps/spark-defaults.conf, for spark-submit)
+JAVA_OPTIONS = "-XX:-DontCompileHugeMethods -XX:+UseParallelGC"
+
+
 def build_spark_session(
     app_name: str,
     *,
@@ -43,7 +47,24 @@ def build_spark_session(
         builder = SparkSession.builder.appName(app_name)
         if master:
             builder = builder.master(master)
-    settings = {
+    settings = default_settings(driver_memory, shuffle_partitions)
+    settings.update(conf or {})
+    if remote:
+        # The server's JVM, memory and static settings are its own: only a session's SQL settings apply, and PySpark
+        # warns once per other key it cannot set (seven warnings in every task log otherwise).
+        settings = {k: v for k, v in settings.items() if k.startswith("spark.sql.")}
+    for key, value in settings.items():
+        builder = builder.config(key, value)
+    with warnings.catch_warnings():
+        if remote:  # a static SQL setting (the codegen cache size) is the server's too
+            warnings.filterwarnings("ignore", message=r"Failed to set spark\.sql\..*CANNOT_MODIFY_STATIC_CONFIG")
+        return builder.getOrCreate()
+
+
+def default_settings(driver_memory: str = "1g", shuffle_partitions: int = 4) -> dict[str, str]:
+    """The settings every session gets unless the config's ``spark.conf`` overrides them; spark-submit reads the
+    same from ``spark_apps/spark-defaults.conf`` (tests/test_spark_settings.py keeps the two the same)."""
+    return {
         "spark.driver.memory": driver_memory,
         "spark.sql.shuffle.partitions": str(shuffle_partitions),
         "spark.ui.enabled": "false",
@@ -52,10 +73,12 @@ def build_spark_session(
         # Progress bars are carriage-return animations: noise in job output and Airflow task logs.
         "spark.ui.showConsoleProgress": "false",
         "spark.sql.sources.partitionOverwriteMode": "dynamic",
-        # Parsers with many CASE branches generate methods over HotSpot's 8 kB JIT limit; without this flag
-        # those run interpreted (measured: ingest ~40x slower).
-        "spark.driver.extraJavaOptions": "-XX:-DontCompileHugeMethods",
-        "spark.executor.extraJavaOptions": "-XX:-DontCompileHugeMethods",
+        # Parsers with many CASE branches generate methods over HotSpot's 8 kB JIT limit; without the first flag
+        # those run interpreted (measured: ingest ~40x slower). The throughput collector: these are batch jobs, and
+        # on 2 cores G1's concurrent work competes with the tasks (10 M-line day, spark-submit: ingest 116.9 ->
+        # 105.9 s, reconstruct 75.6 -> 70.1 s, and lower peaks; docs/scale.md).
+        "spark.driver.extraJavaOptions": JAVA_OPTIONS,
+        "spark.executor.extraJavaOptions": JAVA_OPTIONS,
         # Above HotSpot's 8 kB limit Spark falls back from whole-stage code to per-operator projections, whose
         # expression code is split into small methods the JIT compiles well; that suits the large event-building
         # stages. The ingest run raises it for its small, hot per-line screen (jobs/ingest.py).
@@ -73,17 +96,6 @@ def build_spark_session(
         # outside Spark's tests, so nothing else changes).
         "spark.sql.types.framework.enabled": "false",
     }
-    settings.update(conf or {})
-    if remote:
-        # The server's JVM, memory and static settings are its own: only a session's SQL settings apply, and PySpark
-        # warns once per other key it cannot set (seven warnings in every task log otherwise).
-        settings = {k: v for k, v in settings.items() if k.startswith("spark.sql.")}
-    for key, value in settings.items():
-        builder = builder.config(key, value)
-    with warnings.catch_warnings():
-        if remote:  # a static SQL setting (the codegen cache size) is the server's too
-            warnings.filterwarnings("ignore", message=r"Failed to set spark\.sql\..*CANNOT_MODIFY_STATIC_CONFIG")
-        return builder.getOrCreate()
 
 
 def _remote(remote: str | None = None) -> str | None:
