@@ -266,7 +266,11 @@ def record_effect(letter: Any) -> str:
     With $RMQ_TEST_HANG_MARKER set it announces its claim and hangs before the effect, like a crashing worker."""
     marker = os.environ.get("RMQ_TEST_HANG_MARKER")
     if marker:
-        pathlib.Path(marker).write_text(f"{letter.consumer_group}/{letter.msg_id}\n")
+        # renamed into place: the test polls for the marker and kills this process as soon as it sees it, which
+        # could otherwise be between the file's creation and its write (an empty marker)
+        staged = pathlib.Path(marker + ".part")
+        staged.write_text(f"{letter.consumer_group}/{letter.msg_id}\n")
+        os.replace(staged, marker)
         time.sleep(600)
     fd = os.open(effect_file(), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
     try:
