@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import pathlib
 
+from rocketmq_retry import spark_apps
 from rocketmq_retry.jobs.spark_session import JAVA_OPTIONS, default_settings
 
-DEFAULTS_CONF = pathlib.Path(__file__).parents[1] / "src" / "rocketmq_retry" / "spark_apps" / "spark-defaults.conf"
+DEFAULTS_CONF = pathlib.Path(spark_apps.__file__).with_name("spark-defaults.conf")  # where the operator finds it
 
 
 def _conf_file() -> dict[str, str]:

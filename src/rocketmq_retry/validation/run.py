@@ -46,7 +46,7 @@ _SHARED_IMPORTS_CLASSIC = ("pyspark.sql.classic.dataframe",)
 _SHARED_IMPORTS_CONNECT = ("pyspark.sql.connect.session", "pyspark.sql.connect.dataframe")
 
 
-def prefetch_great_expectations(remote: bool) -> threading.Thread:
+def prefetch_great_expectations(remote: bool) -> None:
     """Start importing Great Expectations (~4 s on 2 cores with compiled bytecode, twice that without; docs/scale.md)
     on a daemon thread, so that it overlaps the JVM's start and the tables' first reads instead of following them.
     The later ``import great_expectations`` waits for this one (the import system's per-module lock); should it
@@ -60,9 +60,7 @@ def prefetch_great_expectations(remote: bool) -> threading.Thread:
         with contextlib.suppress(Exception):
             importlib.import_module("great_expectations")
 
-    thread = threading.Thread(target=load, name="import great_expectations", daemon=True)
-    thread.start()
-    return thread
+    threading.Thread(target=load, name="import great_expectations", daemon=True).start()
 
 
 @dataclass
