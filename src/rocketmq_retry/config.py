@@ -14,6 +14,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 
 from rocketmq_retry.config_sections import ENV_OVERRIDES, AirflowSettings, ValidationSettings, check_zone
+from rocketmq_retry.dates import parse_duration_ms
 from rocketmq_retry.engine.consume_pop import (
     DEFAULT_POP_INVISIBLE_TIME_MS,
     MAX_POP_INVISIBLE_TIME_MS,
@@ -31,7 +32,7 @@ from rocketmq_retry.engine.model import (
     check_invisible_duration_ms,
 )
 from rocketmq_retry.engine.versions import KNOWN_MAJORS, Version, format_version, parse_version
-from rocketmq_retry.errors import ConfigError
+from rocketmq_retry.errors import ConfigError, UserError
 
 CONFIG_ENV = "ROCKETMQ_RETRY_CONFIG"
 
@@ -290,6 +291,28 @@ class AttributionConfig(_Strict):
     )
 
 
+class ReconstructConfig(_Strict):
+    lookback_margin: str = Field(
+        "1h",
+        description="Added to the look-back the engine computes (the longest always-failing schedule of the "
+        "configured groups plus its longest wait twice): how much later than the engine's times a lifecycle may "
+        "run (late redeliveries, clock skew) and still be read whole by the dates it spans.",
+    )
+
+    @field_validator("lookback_margin")
+    @classmethod
+    def _duration(cls, v: str) -> str:
+        try:
+            parse_duration_ms(v, what="")
+        except UserError as exc:
+            raise ValueError(str(exc).strip()) from None
+        return v
+
+    @property
+    def lookback_margin_ms(self) -> int:
+        return parse_duration_ms(self.lookback_margin)
+
+
 class IngestConfig(_Strict):
     max_line_bytes: int = Field(
         1_048_576,
@@ -317,6 +340,7 @@ class Config(_Strict):
     groups: dict[str, GroupConfig] = Field(default_factory=dict)
     sources: list[SourceConfig] = Field(default_factory=list)
     attribution: AttributionConfig = AttributionConfig()
+    reconstruct: ReconstructConfig = ReconstructConfig()
     ingest: IngestConfig = IngestConfig()
     compensation: CompensationConfig = CompensationConfig()
     spark: SparkConfig = SparkConfig()

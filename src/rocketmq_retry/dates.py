@@ -53,3 +53,18 @@ def dates_between(first: str, last: str) -> list[str]:
     if end < start:
         raise DateError(f"date range {first}..{last} is empty: the last date comes before the first")
     return [(start + dt.timedelta(days=i)).isoformat() for i in range((end - start).days + 1)]
+
+
+_DURATION = re.compile(r"(?:(\d+)d)?(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?")
+
+
+def parse_duration_ms(text: str, *, what: str = "--lookback") -> int:
+    """``1d2h``, ``4h46m``, ``90m``, ``300s`` or plain seconds, in milliseconds; a ``UserError`` naming ``what``."""
+    text = str(text).strip()
+    if text.isdigit():
+        return int(text) * 1000
+    parts = _DURATION.fullmatch(text)
+    if not parts or not any(parts.groups()):
+        raise UserError(f"{what} {text!r}: use a duration such as 1d2h, 4h46m, 90m or 300s")
+    d, h, m, s = (int(x or 0) for x in parts.groups())
+    return (((d * 24 + h) * 60 + m) * 60 + s) * 1000

@@ -21,6 +21,7 @@ from rocketmq_retry.dates import date_arg
 from rocketmq_retry.errors import NOT_RETRYABLE_EXIT_CODE, UserError
 from rocketmq_retry.jobs import ingest_parse as parse
 from rocketmq_retry.jobs import ingest_patterns as P
+from rocketmq_retry.jobs.ingest_catchup import DS, Layout, catch_up, date_ranges, landing_layout
 from rocketmq_retry.jobs.ingest_check import FileCheck, check_file
 from rocketmq_retry.jobs.ingest_read import Refused, SourceFile, instance_table, read_lines, resolve_inputs
 from rocketmq_retry.jobs.partitions import committed, write_partitions
@@ -92,7 +93,23 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument(
         "--date", required=True, type=date_arg, help="partition date YYYY-MM-DD (a day in the config's timezone)"
     )
-    p.add_argument("--landing", required=True, help="root directory the sources' globs are relative to")
+    p.add_argument(
+        "--landing",
+        required=True,
+        help="root directory the sources' globs are relative to; {ds} in it stands for the date (landing/{ds}: "
+        "one folder per date, and the earlier dates the reconstruction reads are found and caught up)",
+    )
+    p.add_argument(
+        "--landing-template",
+        default=None,
+        help="the landing path with {ds} for the date, when --landing is already resolved (the Airflow task)",
+    )
+    p.add_argument(
+        "--no-catch-up",
+        dest="catch_up",
+        action="store_false",
+        help="do not ingest the earlier look-back dates whose landing has files but whose events are not committed",
+    )
     p.add_argument("--warehouse", required=True, help="output root: <warehouse>/<table>/dt=<date>/")
     p.add_argument("--config", default=None, help="YAML config (default: $ROCKETMQ_RETRY_CONFIG, else defaults)")
     return p.parse_args(argv)
@@ -324,8 +341,10 @@ def format_report(report: list[dict[str, Any]]) -> str:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     config = load_config(args.config)
+    layout = landing_layout(config, args.landing, args.date, args.landing_template)
+    landing = args.landing.replace(DS, args.date)
     if not config.sources:  # fail before paying for a Spark session
-        resolve_inputs(config, args.landing, args.date)
+        resolve_inputs(config, landing, args.date)
 
     spark = build_spark_session(
         "rocketmq-retry-ingest",
@@ -334,13 +353,38 @@ def main(argv: list[str] | None = None) -> int:
         shuffle_partitions=config.spark.shuffle_partitions,
         conf=config.spark.conf,
     )
-    result = run_ingest(spark, config, args.date, args.landing, args.warehouse)
+    result = run_ingest(spark, config, args.date, landing, args.warehouse)
+    _print_result(args.date, result)
+    if args.catch_up:
+        _catch_up(spark, config, layout, args.warehouse, args.date)
+    return 0
+
+
+def _print_result(ds: str, result: IngestResult) -> None:
     print(format_report(result.report))
     print(
-        f"ingest {args.date}: {result.events} events, {result.quarantined} quarantined lines, "
+        f"ingest {ds}: {result.events} events, {result.quarantined} quarantined lines, "
         f"{result.files_quarantined} files quarantined, {result.files_refused} refused, {result.seconds:.1f} s"
     )
-    return 0
+
+
+def _catch_up(spark: SparkSession, config: Config, layout: Layout, warehouse: str, ds: str) -> None:
+    """Ingest the earlier dates D's reconstruction reads that have landing files but no committed events
+    (``ingest_catchup``), so that D's tables do not depend on the order in which dates ran."""
+    todo = catch_up(config, layout, warehouse, ds)
+    if todo.missing:
+        print(
+            f"ingest {ds}: note: no events for the earlier dates {date_ranges(todo.missing)}, which the "
+            f"reconstruction of {ds} reads; {layout.how} names no date, so their landing cannot be found: if it held "
+            "data for them, ingest them first (or give --landing as a path with {ds})"
+        )
+    for i, d in enumerate(todo.pending, 1):
+        if committed(warehouse, "events", d).is_dir():  # another run ingested it meanwhile
+            continue
+        folder = layout.folder(d)
+        assert folder is not None  # pending dates come from a dated layout
+        print(f"ingest {ds}: catching up {d} ({i} of {len(todo.pending)}), which its reconstruction reads", flush=True)
+        _print_result(d, run_ingest(spark, config, d, folder, warehouse))
 
 
 def _under_spark_submit() -> bool:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from rocketmq_retry import contract
 from rocketmq_retry.engine import next_hop as engine_next_hop
@@ -33,6 +34,9 @@ from rocketmq_retry.engine.model import (
     Protocol,
     SendBackFault,
 )
+
+if TYPE_CHECKING:
+    from rocketmq_retry.config import Config
 
 VARIANTS = ("NONE", "TIMEOUT", "RPC_FAILED", "LOCAL", "DLQ_OVERRIDE")
 # Rows computed beyond the largest reconsume_times observed for a group, so the next hop is always known.
@@ -72,6 +76,7 @@ class GroupSummary:
     expected_deliveries: int | None  # deliveries of a message that always fails; None = unbounded
     expected_final_state: str  # for a message that always fails
     path_ms: int  # cumulative delay of the always-failing path (capped), for the look-back
+    longest_wait_ms: int  # the longest single wait of that path: how long a redelivery can be due
     level_ms: tuple[int, ...]  # the broker's delay table, for hops whose level the evidence shows
 
 
@@ -88,6 +93,7 @@ def summarize(policy: GroupPolicy) -> GroupSummary:
     threshold: int | None = None
     offset = 1
     total = 0
+    longest = 0
     # The engine's final states in the tables' words (the data contract): RETRYING_FOREVER is IN_RETRY there.
     final = contract.final_state_of(FinalState.RETRYING_FOREVER)
     deliveries: int | None = None
@@ -105,6 +111,7 @@ def summarize(policy: GroupPolicy) -> GroupSummary:
             final = contract.final_state_of(FinalState.DROPPED)
             break
         total += hop.delay_ms
+        longest = max(longest, hop.delay_ms)
     else:
         # Never terminal within the cap: orderly with -1 retries forever (§4). Use the DLQ override for the
         # offset of an explicit dead letter.
@@ -120,6 +127,7 @@ def summarize(policy: GroupPolicy) -> GroupSummary:
         expected_deliveries=deliveries,
         expected_final_state=final,
         path_ms=total,
+        longest_wait_ms=longest,
         level_ms=tuple(policy.delay_levels.levels_ms),
     )
 
@@ -164,6 +172,17 @@ def build_tables(
     return rows, summaries
 
 
-def default_lookback_ms(summaries: Iterable[GroupSummary]) -> int:
-    """Longest configured always-failing schedule (about 4h46m on default brokers, §3.1)."""
-    return max((s.path_ms for s in summaries), default=0)
+def default_lookback_ms(summaries: Iterable[GroupSummary], margin_ms: int = 0, late_factor: float = 1.0) -> int:
+    """How far before D a reconstruction reads events: the longest configured always-failing schedule (about 4h46m
+    on default brokers, §3.1), plus the longest wait once more and ``late_factor`` times over (a lifecycle whose
+    last redelivery is silently consumed is settled when that redelivery is overdue, docs/reconstruction.md), plus
+    ``margin_ms`` (``reconstruct.lookback_margin``: late deliveries, clock skew). Every event of a lifecycle that
+    is active on D, or settled on D, is then read."""
+    spans = [s.path_ms + int(s.longest_wait_ms * (1 + late_factor)) for s in summaries]
+    return max(spans, default=0) + margin_ms
+
+
+def configured_lookback_ms(config: Config, late_factor: float = 1.0) -> int:
+    """``default_lookback_ms`` over every configured group and the default policy of groups not listed."""
+    policies = [config.group_policy(g) for g in sorted({*config.groups, "__default__"})]
+    return default_lookback_ms((summarize(p) for p in policies), config.reconstruct.lookback_margin_ms, late_factor)

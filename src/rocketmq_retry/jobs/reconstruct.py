@@ -24,7 +24,6 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import os
-import re
 import sys
 import time
 from zoneinfo import ZoneInfo
@@ -34,35 +33,34 @@ from pyspark.sql import functions as F
 
 from rocketmq_retry.config import load_config
 from rocketmq_retry.contract import partition_dir
-from rocketmq_retry.dates import partition_date
+from rocketmq_retry.dates import parse_duration_ms, partition_date
 from rocketmq_retry.errors import NOT_RETRYABLE_EXIT_CODE, InputError, UserError
 from rocketmq_retry.jobs import lifecycle_schedule as sched
 from rocketmq_retry.jobs.attribution import REASONS, read_bindings
+from rocketmq_retry.jobs.ingest_catchup import date_ranges, lookback_dates
 from rocketmq_retry.jobs.partitions import committed, write_partitions
 from rocketmq_retry.jobs.reconciliation import CAUSES
 from rocketmq_retry.jobs.reconstruct_events import CONSUMER_KINDS
 from rocketmq_retry.jobs.reconstruct_lifecycles import Thresholds
 from rocketmq_retry.jobs.reconstruct_pipeline import Outputs, day_bounds, reconstruct
 
-__all__ = ["TABLES", "Outputs", "Thresholds", "cli", "main", "read_events", "reconstruct", "write_tables"]
+__all__ = [
+    "TABLES",
+    "Outputs",
+    "Thresholds",
+    "cli",
+    "main",
+    "parse_duration_ms",
+    "read_events",
+    "reconstruct",
+    "write_tables",
+]
 
 TABLES = ("transitions", "lifecycles", "dead_letters", "reconciliation", "unattributed")
 
 
 # --------------------------------------------------------------------------------------------------------------
 # entrypoint: read partitions, write atomically, summarize
-
-
-def parse_duration_ms(text: str) -> int:
-    """``4h46m``, ``90m``, ``300s``, ``2h`` or plain seconds."""
-    text = text.strip()
-    if text.isdigit():
-        return int(text) * 1000
-    parts = re.fullmatch(r"(?:(\d+)d)?(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?", text)
-    if not parts or not any(parts.groups()):
-        raise UserError(f"--lookback {text!r}: use a duration such as 4h46m, 90m or 300s")
-    d, h, m, s = (int(x or 0) for x in parts.groups())
-    return (((d * 24 + h) * 60 + m) * 60 + s) * 1000
 
 
 def read_events(spark: SparkSession, warehouse: str, day: str, lookback_ms: int, zone: str = "UTC") -> DataFrame:
@@ -170,8 +168,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--lookback",
         default=None,
-        help="how far before D to read events of lifecycles that began earlier (e.g. 4h46m); "
-        "default: the longest configured always-failing schedule",
+        help="how far before D to read events of lifecycles that began earlier (e.g. 1d6h); default: the longest "
+        "configured always-failing schedule plus its longest wait twice, plus reconstruct.lookback_margin",
     )
     p.add_argument("--late-min", default="30s", help="LATE_REDELIVERY: minimum drift (default 30s)")
     p.add_argument("--late-factor", type=float, default=1.0, help="LATE_REDELIVERY: drift above factor x delay")
@@ -215,9 +213,9 @@ def _run(args: argparse.Namespace) -> int:
     t0 = time.monotonic()
     if not committed(args.warehouse, "events", args.date).is_dir():
         raise InputError(f"no events for {args.date} under {args.warehouse}/events (run ingest first)")
-    policies = {g: config.group_policy(g) for g in {*config.groups, "__default__"}}
-    configured = sched.default_lookback_ms(sched.summarize(p) for p in policies.values())
-    lookback_ms = parse_duration_ms(args.lookback) if args.lookback else configured
+    lookback_ms = (
+        parse_duration_ms(args.lookback) if args.lookback else sched.configured_lookback_ms(config, th.late_factor)
+    )
     s = config.spark
     spark = build_spark_session(
         "rocketmq-retry-reconstruct",
@@ -227,6 +225,12 @@ def _run(args: argparse.Namespace) -> int:
         conf=s.conf,
     )
     print(f"reconstruct {args.date}: look-back {lookback_ms // 1000}s")
+    unread = [d for d in lookback_dates(config, args.date) if not committed(args.warehouse, "events", d).is_dir()]
+    if unread:
+        print(
+            f"reconstruct {args.date}: note: no events for the earlier dates {date_ranges(unread)} (not ingested, or "
+            "nothing collected then): lifecycles begun then, and start-up lines written then, are not seen"
+        )
     events = read_events(spark, args.warehouse, args.date, lookback_ms, config.timezone)
     bindings = read_bindings(spark, args.warehouse, args.date, config.attribution.lookback_days)
     out = reconstruct(spark, events, config, args.date, thresholds=th, bindings=bindings)

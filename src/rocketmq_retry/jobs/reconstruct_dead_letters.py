@@ -46,17 +46,18 @@ def compensation_handler(config: Config) -> Column:
     return expr
 
 
-def dead_letters_from(life: DataFrame, config: Config, day_bounds: tuple[int, int]) -> DataFrame:
+def dead_letters_from(
+    life: DataFrame, config: Config, day_bounds: tuple[int, int], carry_after_ms: int | None = None
+) -> DataFrame:
     """The ``dead_letters`` rows of the day ``day_bounds`` (epoch ms, start inclusive, end exclusive) from the
     lifecycles (``reconstruct_lifecycles.lifecycles_from``): an observed DLQ arrival on D, else an inferred one
-    expected on D."""
+    expected on D or expected after ``carry_after_ms`` (the horizon of the run before D, which saw it still due)."""
     d0, d1 = day_bounds
+    after = d0 - 1 if carry_after_ms is None else min(carry_after_ms, d0 - 1)
     dlq_dead = F.col("final_state") == C.DEAD_LETTERED
     dlq_at = F.coalesce(F.col("dlq_ms"), F.col("last_next_expected_ms"))
-    return life.where(
-        dlq_dead
-        & (F.coalesce(F.col("dlq_in_day"), F.lit(False)) | (F.col("dlq_ms").isNull() & (dlq_at >= d0) & (dlq_at < d1)))
-    ).select(
+    inferred_here = F.col("dlq_ms").isNull() & (dlq_at > after) & (dlq_at < d1)
+    return life.where(dlq_dead & (F.coalesce(F.col("dlq_in_day"), F.lit(False)) | inferred_here)).select(
         *C.select_columns(
             "dead_letters",
             {

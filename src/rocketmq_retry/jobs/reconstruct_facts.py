@@ -256,12 +256,25 @@ def lifecycle_facts(obs: DataFrame) -> DataFrame:
     )
 
 
-def lifecycle_rows(obs: DataFrame, mf: DataFrame, groups: DataFrame, subscriptions: DataFrame) -> DataFrame:
+def maybe_open() -> Column:
+    """A lifecycle of the look-back that may still have been open when D began: neither a DLQ arrival nor a
+    consumption of its last attempt is in its evidence. Only a cheap first cut: ``reconstruct_lifecycles.settled_by``
+    decides, after the engine's answers, which of these D carries."""
+    last_seen_attempt = F.greatest(F.col("max_delivered"), F.col("max_copy"))
+    consumed_last = F.col("max_ok").isNotNull() & (F.col("max_ok") >= F.coalesce(last_seen_attempt, F.col("max_ok")))
+    return F.col("dlq_ms").isNull() & ~consumed_last
+
+
+def lifecycle_rows(
+    obs: DataFrame, mf: DataFrame, groups: DataFrame, subscriptions: DataFrame, *, carry: bool = True
+) -> DataFrame:
     """One row per lifecycle of D (silent consumptions included), with its group's engine summary (``groups``)
-    and its message's business metadata (``message_facts``)."""
+    and its message's business metadata (``message_facts``). ``carry``: also the look-back's lifecycles that may
+    have been open when D began (``maybe_open``), which D settles or carries on."""
+    scope = F.col("in_day") | maybe_open() if carry else F.col("in_day")
     return (
         with_silent_consumptions(lifecycle_facts(obs), obs, mf, subscriptions)
-        .where(F.col("in_day"))
+        .where(scope)
         .join(groups, "consumer_group", "left")
         .join(mf, "msg_id", "left")
         .withColumn("original_topic", F.col("m_original_topic"))

@@ -123,6 +123,24 @@ def final_state(th: Thresholds) -> Column:
     )
 
 
+def settled_by(th: Thresholds, at: Column) -> Column:
+    """Whether the lifecycle's final state was already what it is at time ``at``: the horizon of the run before D
+    (docs/reconstruction.md, "Dates and look-back"). A state the evidence shows (a consumption, a DLQ arrival, a
+    drop, a delivery without outcome) is settled at its last event; one the rules infer from silence is settled
+    when the silence became conclusive: an inferred DLQ move when it was due, a silent success or a lost
+    redelivery when the redelivery became overdue; ``IN_RETRY`` never is. The comparisons are those of
+    ``final_state`` at that horizon, so a lifecycle is settled by exactly one date's run."""
+    fs = F.col("final_state")
+    dlq_inferred = (fs == C.DEAD_LETTERED) & ~_dlq_seen()
+    overdue_based = fs.isin(C.CONSUMED, C.UNKNOWN) & (F.col("last_outcome") == "FAILED") & _retry_pending()
+    return (
+        F.when(fs == C.IN_RETRY, F.lit(False))
+        .when(dlq_inferred, F.col("last_next_expected_ms") <= at)
+        .when(overdue_based, _overdue(th) < at)
+        .otherwise(F.col("last_ms") <= at)
+    )
+
+
 def expected_final_state() -> Column:
     """What the engine's answer for the last attempt makes the final state."""
     ea = F.col("last_engine_action")
@@ -184,7 +202,11 @@ def evidence_class() -> Column:
     )
 
 
-def lifecycles_from(lc: DataFrame, plan: DataFrame, trans: DataFrame, th: Thresholds, horizon_ms: int) -> DataFrame:
+def lifecycles_from(
+    lc: DataFrame, plan: DataFrame, trans: DataFrame, th: Thresholds, horizon_ms: int, carry_after_ms: int | None = None
+) -> DataFrame:
+    """The lifecycles of ``lc`` with their derived columns and ``written``: whether D's partition holds the row (it has
+    an event on D, or it was still open when the run before D looked, at ``carry_after_ms``; None: only the first)."""
     x = (
         lc.join(last_attempts(plan), KEY, "left")
         .join(attempt_totals(plan), KEY, "left")
@@ -196,7 +218,9 @@ def lifecycles_from(lc: DataFrame, plan: DataFrame, trans: DataFrame, th: Thresh
     x = x.withColumn("deliveries", F.col("deliveries") + F.when(silent_success(th) & ~_dlq_seen(), 1).otherwise(0))
     x = x.withColumn("expected_final_state", expected_final_state())
     x = x.withColumn("anomalies", anomalies(th))
-    return x.withColumn("evidence_class", evidence_class())
+    x = x.withColumn("evidence_class", evidence_class())
+    carried = F.lit(False) if carry_after_ms is None else ~settled_by(th, F.lit(carry_after_ms))
+    return x.withColumn("written", F.coalesce(F.col("in_day"), F.lit(False)) | carried)
 
 
 def business_key(config: Config) -> Column:

@@ -24,7 +24,7 @@ from rocketmq_retry.jobs.reconciliation import reconciliation
 from rocketmq_retry.jobs.reconstruct_attempts import attempt_plan
 from rocketmq_retry.jobs.reconstruct_dead_letters import dead_letters_from
 from rocketmq_retry.jobs.reconstruct_events import observations
-from rocketmq_retry.jobs.reconstruct_facts import attempt_facts, lifecycle_rows, message_facts
+from rocketmq_retry.jobs.reconstruct_facts import KEY, attempt_facts, lifecycle_rows, message_facts
 from rocketmq_retry.jobs.reconstruct_lifecycles import Thresholds, lifecycles_from, lifecycles_table
 from rocketmq_retry.jobs.reconstruct_tables import engine_tables, subscriptions
 from rocketmq_retry.jobs.reconstruct_transitions import TRANSITION_COLUMNS, transitions_from
@@ -87,9 +87,13 @@ def reconstruct(
     obs = _checkpoint(
         observations(events, day, zone, tuple(config.groups), orderly, bindings=bindings, grpc=GrpcGroups.of(config))
     )
+    bounds = day_bounds(day, zone)
+    row = obs.agg(F.max("t_ms").alias("h"), F.max(F.when(~F.col("in_day"), F.col("t_ms"))).alias("before")).collect()[0]
     if horizon_ms is None:
-        row = obs.agg(F.max("t_ms").alias("h")).collect()[0]
-        horizon_ms = int(row["h"] or day_bounds(day, zone)[1])
+        horizon_ms = int(row["h"] or bounds[1])
+    # What the run before D saw: its end of observation is the latest event before D. A lifecycle not settled
+    # by then is carried into D (and settled, or carried on, by D's evidence and D's horizon).
+    carry_after_ms = min(int(row["before"]), bounds[0] - 1) if row["before"] is not None else bounds[0] - 1
     schedule, groups, summaries = engine_tables(spark, config, obs)
     af = attempt_facts(obs)
     mf = message_facts(obs)
@@ -97,14 +101,16 @@ def reconstruct(
     plan = attempt_plan(lc, af, schedule, horizon_ms)
     plan = plan.cache()
     trans_full = transitions_from(plan, lc).cache()
-    life = lifecycles_from(lc, plan, trans_full, th, horizon_ms).cache()
-    transitions = trans_full.select(*TRANSITION_COLUMNS)
-    lifecycles = lifecycles_table(life, config)
-    bounds = day_bounds(day, zone)
-    dead_letters = dead_letters_from(life, config, bounds)
-    group_topics = life.select("consumer_group", F.col("original_topic").alias("topic")).distinct()
-    recon = reconciliation(spark, obs, transitions, plan, groups, group_topics, bounds, horizon_ms)
-    report = {"groups": [s.group for s in summaries], "horizon_ms": horizon_ms}
+    life = lifecycles_from(lc, plan, trans_full, th, horizon_ms, carry_after_ms).cache()
+    written = life.where(F.col("written"))
+    keys = written.select(*KEY)
+    transitions = trans_full.join(keys, KEY, "left_semi").select(*TRANSITION_COLUMNS)
+    lifecycles = lifecycles_table(written, config)
+    dead_letters = dead_letters_from(written, config, bounds, carry_after_ms)
+    group_topics = written.select("consumer_group", F.col("original_topic").alias("topic")).distinct()
+    plan_written = plan.join(keys, KEY, "left_semi")
+    recon = reconciliation(spark, obs, transitions, plan_written, groups, group_topics, bounds, horizon_ms)
+    report = {"groups": [s.group for s in summaries], "horizon_ms": horizon_ms, "carry_after_ms": carry_after_ms}
     unattributed = unattributed_of(obs.where(F.col("in_day")), config)
     return Outputs(
         transitions, lifecycles, dead_letters, recon, unattributed, obs, report, [obs, lc, plan, trans_full, life]
