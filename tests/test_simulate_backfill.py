@@ -15,6 +15,7 @@ from collections import defaultdict
 
 import pytest
 
+from rocketmq_retry.config import load_config
 from rocketmq_retry.logformats import timefmt
 from rocketmq_retry.simulate import truth_dates
 from rocketmq_retry.simulate.cli import main
@@ -255,6 +256,11 @@ def test_committed_backfill_is_current(tmp_path: pathlib.Path) -> None:
 
 def test_committed_backfill_holds_what_it_is_for() -> None:
     landing = BACKFILL / "landing"
+    # every source of the estate's config reads files in every date's folder (ingest --landing landing/<date>)
+    config = load_config(BACKFILL / "rocketmq-retry.yaml")
+    for day in ("2026-11-19", "2026-11-20", "2026-11-21"):
+        for source in config.sources:
+            assert [p for p in (landing / day).glob(source.glob_for(day)) if p.is_file()], (day, source.path)
     # (a) the Spring application's containers start on the first date only, on both hosts
     for host in ("default-order-notify-01", "default-order-notify-02"):
         for day in ("2026-11-19", "2026-11-20", "2026-11-21"):
