@@ -1,4 +1,4 @@
-"""``rocketmq-retry simulate``: write a simulated day of RocketMQ logs plus ground truth (DESIGN §7)."""
+"""``rocketmq-retry simulate``: write simulated dates of RocketMQ logs plus ground truth (DESIGN §7)."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ from rocketmq_retry.simulate.demo import demo_config, demo_scenario
 from rocketmq_retry.simulate.run import simulate
 from rocketmq_retry.simulate.scenario import (
     BEHAVIOURS,
+    COLLECT,
     DEFAULT_BEHAVIOUR,
     DEFAULT_FAILURE_KINDS,
     FAILURE_KINDS,
@@ -23,6 +24,8 @@ from rocketmq_retry.simulate.scenario import (
     load_scenario,
     parse_mix,
 )
+
+MAX_DAYS = 366  # one continuous run in memory: a year of dates at most
 
 
 class _Parser(argparse.ArgumentParser):
@@ -41,7 +44,20 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--out", required=True, help="landing directory to create")
     p.add_argument("--config", help="configuration file (default: $ROCKETMQ_RETRY_CONFIG, else built-in defaults)")
-    p.add_argument("--messages", type=int, default=2000, help="business messages to publish (default 2000)")
+    p.add_argument("--messages", type=int, default=2000, help="business messages to publish per date (default 2000)")
+    p.add_argument(
+        "--days",
+        type=int,
+        default=1,
+        help="publish over this many consecutive dates from --date, in one continuous run (default 1)",
+    )
+    p.add_argument(
+        "--collect",
+        choices=COLLECT,
+        default="whole",
+        help="whole: one folder as the run ends (default); daily: <out>/<date>/ as a collector copies the hosts' "
+        "log directories at each date's end",
+    )
     p.add_argument("--seed", type=int, default=1, help="random seed: same seed, same bytes (default 1)")
     p.add_argument("--groups", help="comma-separated consumer groups of the config to simulate (default: all)")
     p.add_argument("--scenario", help="YAML with per-group listener behaviour (see rocketmq_retry.simulate.scenario)")
@@ -59,7 +75,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--client4x-timezone", help="JVM zone of 4.x clients (default: the config's timezone)")
     p.add_argument("--app-timezone", help="zone of Spring applications (default: the config's timezone)")
     p.add_argument("--max-skew-ms", type=int, default=250, help="clock skew of application hosts")
-    p.add_argument("--horizon-hours", type=float, default=30.0, help="simulate this long from the date's start")
+    p.add_argument("--horizon-hours", type=float, default=30.0, help="simulate this long from the (last) date's start")
     p.add_argument("--force", action="store_true", help="replace --out if it exists")
     p.add_argument("--quiet", action="store_true", help="no progress output")
     return p
@@ -69,6 +85,8 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
     date = _dt.date.fromisoformat(partition_date(args.date, what="simulate: --date"))
     if args.messages < 1:
         raise UserError("simulate: --messages must be at least 1")
+    if not 1 <= args.days <= MAX_DAYS:
+        raise UserError(f"simulate: --days must be within [1, {MAX_DAYS}]")
     for name in ("client4x_timezone", "app_timezone"):
         value = getattr(args, name)
         if value:
@@ -108,6 +126,8 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
         progress=not args.quiet,
         scenario=load_scenario(pathlib.Path(args.scenario)) if args.scenario else {},
         groups=tuple(g.strip() for g in (args.groups or "").split(",") if g.strip()),
+        days=args.days,
+        collect=args.collect,
     )
 
 

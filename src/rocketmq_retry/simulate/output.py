@@ -52,6 +52,7 @@ class LogFile:
         self._size = 0
         self._rolled: list[tuple[pathlib.Path, str]] = []  # oldest first: (temp path, day of last line)
         self.lines = 0
+        self.current_lines = 0  # lines in the current file (since the last roll)
         self.last_day = ""
 
     def write(self, text: str, lines: int, day: str) -> None:
@@ -60,6 +61,7 @@ class LogFile:
         self._fh.write(text)
         self._size += len(text)
         self.lines += lines
+        self.current_lines += lines
         self.last_day = day
         if self._rotate and self._size >= self._rotate:
             self._roll()
@@ -71,33 +73,65 @@ class LogFile:
         self._rolled.append((tmp, self.last_day))
         self._fh = self.path.open("w", encoding="utf-8", newline="")
         self._size = 0
+        self.current_lines = 0
 
     def close(self) -> list[pathlib.Path]:
         """Close and give rolled files their final names (index 1 = newest). Returns every file written."""
         self._fh.close()
         out = [self.path]
         rolled_dir = self.path.parent / self.spec.rolled_dir
-        per_day: dict[str, int] = {}
-        total = len(self._rolled)
-        for position, (tmp, day) in enumerate(self._rolled):
-            if self.spec.dated:
-                # Time-and-size policies number the files of one day from the oldest up.
-                per_day[day] = per_day.get(day, 0) + 1
-                name = self.spec.rolled_name(per_day[day], day)
-            else:
-                # Fixed-window policies shift on every roll: the newest rolled file is index 1.
-                name = self.spec.rolled_name(total - position, day)
+        for (tmp, _day), name in zip(self._rolled, self._rolled_names(), strict=True):
             rolled_dir.mkdir(parents=True, exist_ok=True)
             target = rolled_dir / name
             if self._compress:
-                target = target.with_name(target.name + ".gz")
-                with tmp.open("rb") as src, gzip.GzipFile(target, "wb", mtime=0) as dst:
-                    shutil.copyfileobj(src, dst)
+                target = _gzip_to(tmp, target)
                 tmp.unlink()
             else:
                 tmp.rename(target)
             out.append(target)
         return out
+
+    def copy_as_now(self, root: pathlib.Path, dest: pathlib.Path) -> list[pathlib.Path]:
+        """Copy the file and its rolled siblings, under the names they have at this moment, from ``root`` to
+        ``dest`` (what a collector copying the host's log directory now would get). Returns the copies."""
+        self._fh.flush()
+        current = dest / self.path.relative_to(root)
+        current.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(self.path, current)
+        out = [current]
+        rolled_dir = current.parent / self.spec.rolled_dir
+        for (tmp, _day), name in zip(self._rolled, self._rolled_names(), strict=True):
+            rolled_dir.mkdir(parents=True, exist_ok=True)
+            target = rolled_dir / name
+            if self._compress:
+                target = _gzip_to(tmp, target)
+            else:
+                shutil.copyfile(tmp, target)
+            out.append(target)
+        return out
+
+    def _rolled_names(self) -> list[str]:
+        """The rolled files' names as they stand now, oldest first."""
+        names = []
+        per_day: dict[str, int] = {}
+        total = len(self._rolled)
+        for position, (_tmp, day) in enumerate(self._rolled):
+            if self.spec.dated:
+                # Time-and-size policies number the files of one day from the oldest up.
+                per_day[day] = per_day.get(day, 0) + 1
+                names.append(self.spec.rolled_name(per_day[day], day))
+            else:
+                # Fixed-window policies shift on every roll: the newest rolled file is index 1.
+                names.append(self.spec.rolled_name(total - position, day))
+        return names
+
+
+def _gzip_to(src: pathlib.Path, target: pathlib.Path) -> pathlib.Path:
+    """``target.gz`` holding ``src``, with no timestamp in the header (same content, same bytes)."""
+    target = target.with_name(target.name + ".gz")
+    with src.open("rb") as fh, gzip.GzipFile(target, "wb", mtime=0) as dst:
+        shutil.copyfileobj(fh, dst)
+    return target
 
 
 class Landing:

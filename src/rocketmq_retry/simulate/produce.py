@@ -5,6 +5,7 @@ group (per instance when broadcasting) that reads the topic.
 
 from __future__ import annotations
 
+import datetime as _dt
 import json
 
 from rocketmq_retry.engine import (
@@ -32,23 +33,27 @@ class Publishing(Part):
         self.truth = truth
         self.consumer = consumer
 
-    def schedule(self, day_start: int, day_end: int) -> None:
+    def schedule(self, days: list[tuple[_dt.date, int, int]]) -> None:
+        """``--messages`` per date, each date shaped alike; message numbers run on across dates (business keys
+        stay unique), order ids restart per date (they carry it)."""
         topics = sorted({g.scenario.topic for g in self.topo.groups})
-        span = day_end - day_start
-        for n in range(self.s.messages):
-            topic = topics[n % len(topics)]
-            # A day shape: quiet night, busy daytime; 3 % land in the last 3 minutes, so their lifecycles (and any
-            # retries) cross midnight.
-            u = self.rng.random()
-            late = self.rng.random() < 0.03
-            frac = 0.998 + 0.002 * u if late else (u + 0.35 * _bump(self.rng.random())) / 1.35
-            self.loop.at(day_start + int(frac * span), self._publish, topic, n)
+        for index, (day, day_start, day_end) in enumerate(days):
+            span = day_end - day_start
+            for i in range(self.s.messages):
+                n = index * self.s.messages + i
+                topic = topics[n % len(topics)]
+                # A day shape: quiet night, busy daytime; 3 % land in the last 3 minutes, so their lifecycles (and
+                # any retries) cross midnight.
+                u = self.rng.random()
+                late = self.rng.random() < 0.03
+                frac = 0.998 + 0.002 * u if late else (u + 0.35 * _bump(self.rng.random())) / 1.35
+                self.loop.at(day_start + int(frac * span), self._publish, topic, n, day, i)
 
-    def _publish(self, topic: str, n: int) -> None:
+    def _publish(self, topic: str, n: int, day: _dt.date, i: int) -> None:
         p = self.topo.producers[topic]
         scen = next(g.scenario for g in self.topo.groups if g.scenario.topic == topic)
         t0 = self.loop.now
-        msg = self._message(p, topic, n, t0)
+        msg = self._message(p, topic, n, t0, day, i)
         broker = p.broker
         plan = self._send_plan(p, t0)
         self._log_send_attempts(p, msg, plan, broker)
@@ -61,11 +66,11 @@ class Publishing(Part):
         store_at = last.at_ms + max(1, last.result.rt_ms // 2)
         self.loop.at(store_at, self._store_business, msg, broker, last.result.rt_ms)
 
-    def _message(self, p: Producer, topic: str, n: int, t0: int) -> Message:
-        """Message ``n`` of the day: an order event with its keys, id and queue."""
+    def _message(self, p: Producer, topic: str, n: int, t0: int, day: _dt.date, i: int) -> Message:
+        """Message ``n`` of the run (``i`` of its date ``day``): an order event with its keys, id and queue."""
         scen = next(g.scenario for g in self.topo.groups if g.scenario.topic == topic)
         inst = p.instance
-        order = f"ORD-{self.s.date:%y%m%d}{n:05d}"
+        order = f"ORD-{day:%y%m%d}{i:05d}"
         key = f"{scen.key_prefix}-{n + 100001}"
         payload = {
             "orderId": order,

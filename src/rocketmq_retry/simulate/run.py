@@ -3,19 +3,23 @@
 from __future__ import annotations
 
 import json
+import shutil
 import time
 from collections import Counter
 from dataclasses import dataclass, field
 
 from rocketmq_retry.config import Config
 from rocketmq_retry.logformats import java
-from rocketmq_retry.simulate import world
+from rocketmq_retry.simulate import truth_dates, world
+from rocketmq_retry.simulate.collect import DailyCollector
 from rocketmq_retry.simulate.model import CLIENT_4X, CLIENT_5X, GRPC, GroupRun
 from rocketmq_retry.simulate.output import Landing
 from rocketmq_retry.simulate.scenario import Settings
 from rocketmq_retry.simulate.sim import Simulator
 
 TRUTH_DIR = "_truth"
+# where the hosts' files grow in a daily layout, only for the collector to copy from (removed before the commit)
+WHOLE_RUN_DIR = ".whole-run"
 
 
 @dataclass
@@ -36,24 +40,32 @@ def simulate(config: Config, settings: Settings) -> Summary:
     started = time.perf_counter()
     landing = Landing(settings.out, settings.force)
     try:
-        sim = Simulator(config, settings, landing.tmp)
+        daily = settings.collect == "daily"
+        sim = Simulator(config, settings, landing.tmp / WHOLE_RUN_DIR if daily else landing.tmp)
+        collector = DailyCollector(sim, landing.tmp) if daily else None
         sim.run()
         files = sim.sinks.close()
-        files += world.write_dumps(landing.tmp, list(sim.brokers.values()), world.ALL_DUMPS)
+        if collector is not None:
+            shutil.rmtree(landing.tmp / WHOLE_RUN_DIR)
+            files = list(collector.written)
+        else:
+            files += world.write_dumps(landing.tmp, list(sim.brokers.values()), world.ALL_DUMPS)
         sim.finish_truth()
         files += sim.truth.write(landing.tmp / TRUTH_DIR)
+        if sim.multi_day:
+            files += truth_dates.write(landing.tmp / TRUTH_DIR, sim.truth, sim.days)
         states = Counter(row[23] for row in sim.truth.lifecycles)
         elapsed = time.perf_counter() - started
         dump_lines = sum(len(copies) for b in sim.brokers.values() for copies in b.dumps.values())
         summary = Summary(
             lines=sim.sinks.lines + dump_lines,  # every line of every format (logs, trace export, message dumps)
             files=len(files),
-            messages=settings.messages,
+            messages=settings.messages * len(sim.days),
             lifecycles=len(sim.lifecycles),
             seconds=elapsed,
             final_states=dict(sorted(states.items())),
         )
-        _write_manifest(landing, sim, settings, summary)
+        _write_manifest(landing, sim, settings, summary, collector)
         landing.commit()
         return summary
     except BaseException:
@@ -101,12 +113,30 @@ def _client_facts(g: GroupRun) -> dict[str, object]:
     return out
 
 
-def _write_manifest(landing: Landing, sim: Simulator, settings: Settings, summary: Summary) -> None:
+def _write_manifest(
+    landing: Landing, sim: Simulator, settings: Settings, summary: Summary, collector: DailyCollector | None
+) -> None:
     folder = landing.tmp / TRUTH_DIR
+    run_over_dates: dict[str, object] = {}
+    if sim.multi_day:
+        run_over_dates = {
+            "dates": [day.isoformat() for day, _start, _end in sim.days],
+            "collect": settings.collect,
+            "messages_per_date": settings.messages,
+        }
+    if collector is not None:
+        files = dict(collector.lines)
+    else:
+        files = {
+            str(p.relative_to(landing.tmp)): sim.sinks.files[str(p.relative_to(landing.tmp))].lines
+            for p in sorted(landing.tmp.rglob("*"))
+            if p.is_file() and str(p.relative_to(landing.tmp)) in sim.sinks.files
+        }
     manifest = {
         "date": settings.date.isoformat(),
+        **run_over_dates,
         "seed": settings.seed,
-        "messages": settings.messages,
+        "messages": summary.messages,
         "timezone": sim.zone,
         "client4x_timezone": sim.zone4x,
         "app_timezone": sim.zone_app,
@@ -125,11 +155,7 @@ def _write_manifest(landing: Landing, sim: Simulator, settings: Settings, summar
             }
             for g in sim.groups
         },
-        "files": {
-            str(p.relative_to(landing.tmp)): sim.sinks.files[str(p.relative_to(landing.tmp))].lines
-            for p in sorted(landing.tmp.rglob("*"))
-            if p.is_file() and str(p.relative_to(landing.tmp)) in sim.sinks.files
-        },
+        "files": files,
         "sources": suggested_sources(sim),
     }
     (folder / "manifest.json").write_text(json.dumps(manifest, indent=2, sort_keys=False) + "\n", encoding="utf-8")

@@ -64,6 +64,7 @@ from rocketmq_retry.logformats.layouts import SPRING_PATTERNS
 BEHAVIOURS = ("ok", "always", "sometimes", "until")
 FAILURE_KINDS = ("later", "exception", "null")
 APPS = ("plain", "spring")
+COLLECT = ("whole", "daily")
 
 DEFAULT_BEHAVIOUR = {"ok": 0.80, "always": 0.06, "sometimes": 0.08, "until": 0.06}
 DEFAULT_FAILURE_KINDS = {"later": 0.5, "exception": 0.35, "null": 0.15}
@@ -113,7 +114,9 @@ class Settings:
     client4x_timezone: str | None = None  # JVM zone of 4.x clients; None = config timezone
     app_timezone: str | None = None  # Spring applications' zone; None = config timezone
     max_skew_ms: int = 250  # clock skew of application hosts against the broker
-    horizon_hours: float = 30.0  # simulate from the date's start to this many hours later
+    horizon_hours: float = 30.0  # simulate from the last date's start to this many hours later
+    days: int = 1  # publish over this many consecutive dates from ``date``, in one continuous run
+    collect: str = "whole"  # whole: one folder as the run ends | daily: <out>/<date>/ as each date ends
     force: bool = False
     progress: bool = False
     scenario: dict[str, GroupScenario] = field(default_factory=dict)

@@ -44,8 +44,14 @@ class Simulator:
         self.zone = config.timezone
         self.zone4x = settings.client4x_timezone or config.timezone
         self.zone_app = settings.app_timezone or config.timezone
-        self.day_start, self.day_end = timefmt.day_bounds_ms(settings.date, self.zone)
-        self.loop = EventLoop(self.day_start + int(settings.horizon_hours * 3_600_000))
+        # every date of the run with its [start, end) in true time; start-up and periodic tasks begin with the
+        # first, the horizon counts from the last
+        self.days = [
+            (day, *timefmt.day_bounds_ms(day, self.zone))
+            for day in (settings.date + _dt.timedelta(days=k) for k in range(max(1, settings.days)))
+        ]
+        self.day_start, self.day_end = self.days[0][1], self.days[0][2]
+        self.loop = EventLoop(self.days[-1][1] + int(settings.horizon_hours * 3_600_000))
         self.writer = LogWriter(self.sinks, self.zone4x, self.zone_app)
         self.topo = build_topology(config, settings, self.rng, self.zone4x, self.zone_app)
         self.stats = MinuteStats(self.loop, self.writer, self.topo, settings.noise)
@@ -74,7 +80,7 @@ class Simulator:
 
     def run(self) -> None:
         self.startup.schedule()
-        self.publishing.schedule(self.day_start, self.day_end)
+        self.publishing.schedule(self.days)
         self.stats.start(self.day_start)
         self.loop.run(self._progress if self.s.progress else None)
         self.tracer.flush_all(self.topo.instances())
@@ -89,6 +95,12 @@ class Simulator:
     def finish_truth(self) -> None:
         for lc in self.lifecycles:
             self.truth.lifecycle(lc, self.topo.broker_of(lc.group))
+
+    @property
+    def multi_day(self) -> bool:
+        """Whether the run writes what only a run over dates has (truth by date, the dates in the manifest): a
+        one-date, one-folder run keeps exactly the files it always had."""
+        return len(self.days) > 1 or self.s.collect != "whole"
 
 
 __all__ = ["Simulator"]

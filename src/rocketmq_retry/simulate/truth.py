@@ -3,7 +3,9 @@
 - ``publishes.csv``: one row per business message the producers tried to send (attempts, stored or not);
 - ``lifecycles.csv``: one row per (consumer group, instance, message): deliveries, final state, hop times;
   ``client_host`` is the instance's host (shared by the groups of one ``application``, named in ``application``);
-- ``hops.csv``: one row per delivery and per engine decision after a failed delivery.
+- ``hops.csv``: one row per delivery and per engine decision after a failed delivery;
+- a run over several dates (``--days``, ``--collect daily``) adds ``lifecycles_by_date.csv`` and
+  ``dead_letters_by_date.csv`` (:mod:`rocketmq_retry.simulate.truth_dates`).
 
 Times are ISO-8601 UTC with milliseconds (``2026-11-20T03:12:45.123Z``) next to epoch ms.
 """
@@ -13,6 +15,7 @@ from __future__ import annotations
 import csv
 import datetime as _dt
 import pathlib
+from collections.abc import Sequence
 from typing import Any
 
 PUBLISH_COLUMNS = (
@@ -44,6 +47,7 @@ class Truth:
         self.publishes: list[tuple[Any, ...]] = []
         self.lifecycles: list[tuple[Any, ...]] = []
         self.hops: list[tuple[Any, ...]] = []
+        self.opened: dict[int, int] = {}  # lifecycle id -> when its business copy was stored (true ms)
 
     def publish(
         self,
@@ -64,6 +68,7 @@ class Truth:
         g = lc.group
         p = g.policy
         stored = lc.msg.stored
+        self.opened[lc.lid] = stored.store_ts
         self.lifecycles.append(
             (
                 lc.lid, g.name, lc.inst.index, lc.inst.host.name, lc.inst.kind, g.scenario.app, p.protocol.value,
@@ -95,16 +100,19 @@ class Truth:
 
     def write(self, folder: pathlib.Path) -> list[pathlib.Path]:
         folder.mkdir(parents=True, exist_ok=True)
-        out = []
-        for name, columns, rows in (
-            ("publishes.csv", PUBLISH_COLUMNS, self.publishes),
-            ("lifecycles.csv", LIFECYCLE_COLUMNS, self.lifecycles),
-            ("hops.csv", HOP_COLUMNS, self.hops),
-        ):
-            path = folder / name
-            with path.open("w", encoding="utf-8", newline="") as fh:
-                writer = csv.writer(fh, lineterminator="\n")
-                writer.writerow(columns)
-                writer.writerows(rows)
-            out.append(path)
-        return out
+        return [
+            write_csv(folder / name, columns, rows)
+            for name, columns, rows in (
+                ("publishes.csv", PUBLISH_COLUMNS, self.publishes),
+                ("lifecycles.csv", LIFECYCLE_COLUMNS, self.lifecycles),
+                ("hops.csv", HOP_COLUMNS, self.hops),
+            )
+        ]
+
+
+def write_csv(path: pathlib.Path, columns: Sequence[str], rows: Sequence[tuple[Any, ...]]) -> pathlib.Path:
+    with path.open("w", encoding="utf-8", newline="") as fh:
+        writer = csv.writer(fh, lineterminator="\n")
+        writer.writerow(columns)
+        writer.writerows(rows)
+    return path

@@ -6,10 +6,13 @@ time zone, and through :mod:`rocketmq_retry.logformats` for the bytes themselves
 
 from __future__ import annotations
 
+import gzip
+import io
 import pathlib
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import IO
 
 from rocketmq_retry.logformats import java, timefmt, trace
 from rocketmq_retry.logformats.dump import (
@@ -219,6 +222,13 @@ class Sinks:
             out.extend(self.files[key].close())
         return out
 
+    def copy_as_now(self, dest: pathlib.Path) -> list[pathlib.Path]:
+        """Every file opened so far, with its rolled siblings under their current names, copied under ``dest``."""
+        out: list[pathlib.Path] = []
+        for key in sorted(self.files):
+            out.extend(self.files[key].copy_as_now(self.root, dest))
+        return out
+
 
 def broker_spec(host: str, name: str) -> FileSpec:
     """``<host>/logs/rocketmqlogs/<name>.log`` rolled to ``otherdays/<name>.<i>.log.gz`` (logback_broker.xml)."""
@@ -257,38 +267,58 @@ def spring_console_spec(host: str) -> FileSpec:
 TRACE_SPEC = FileSpec("trace/RMQ_SYS_TRACE_TOPIC.trace", ".", suffix_window("RMQ_SYS_TRACE_TOPIC.trace"))
 
 
-def write_dumps(root: pathlib.Path, brokers: Sequence[Broker], names: Sequence[str]) -> list[pathlib.Path]:
-    """The pull consumer's JSON Lines dumps, one file per kind of topic (samples dumps/*.jsonl), all brokers."""
+def write_dumps(
+    root: pathlib.Path,
+    brokers: Sequence[Broker],
+    names: Sequence[str],
+    window: tuple[int, int] | None = None,
+    compress: bool = False,
+) -> list[pathlib.Path]:
+    """The pull consumer's JSON Lines dumps, one file per kind of topic (samples dumps/*.jsonl), all brokers: every
+    copy stored so far, or those whose store time falls in ``window`` (``[start, end)``, a date's export);
+    ``compress`` writes ``<name>.gz``."""
     out = []
     folder = root / "dumps"
     folder.mkdir(parents=True, exist_ok=True)
     for name in names:
-        path = folder / name
-        with path.open("w", encoding="utf-8", newline="") as fh:
-            for broker, c in ((b, c) for b in brokers for c in b.dumps.get(name, [])):
-                props = dict(c.properties)
-                props["MIN_OFFSET"] = "0"
-                props["MAX_OFFSET"] = str(broker.max_offset(c.topic, c.queue_id))
-                fh.write(
-                    dump_line(
-                        dump_topic=c.topic,
-                        topic=c.topic,
-                        queue_id=c.queue_id,
-                        queue_offset=c.queue_offset,
-                        msg_id=c.properties.get("UNIQ_KEY", c.offset_msg_id),
-                        offset_msg_id=c.offset_msg_id,
-                        born_timestamp=c.born_ts,
-                        born_host=c.born_host,
-                        store_timestamp=c.store_ts,
-                        store_host=broker.store_addr,
-                        commit_log_offset=c.commit_log_offset,
-                        reconsume_times=c.reconsume_times,
-                        properties=props,
-                        body=c.body.decode("utf-8", errors="replace"),
-                    )
-                )
+        copies = [(b, c) for b in brokers for c in b.dumps.get(name, [])]
+        if window is not None:
+            copies = [(b, c) for b, c in copies if window[0] <= c.store_ts < window[1]]
+        path = folder / (name + ".gz" if compress else name)
+        with _open_text(path, compress) as fh:
+            for broker, c in copies:
+                fh.write(_dump_line(broker, c))
         out.append(path)
     return out
+
+
+def _open_text(path: pathlib.Path, compress: bool) -> IO[str]:
+    if compress:
+        # no timestamp in the gzip header: the same copies give the same bytes
+        return io.TextIOWrapper(gzip.GzipFile(path, "wb", mtime=0), encoding="utf-8", newline="")
+    return path.open("w", encoding="utf-8", newline="")
+
+
+def _dump_line(broker: Broker, c: StoredCopy) -> str:
+    props = dict(c.properties)
+    props["MIN_OFFSET"] = "0"
+    props["MAX_OFFSET"] = str(broker.max_offset(c.topic, c.queue_id))
+    return dump_line(
+        dump_topic=c.topic,
+        topic=c.topic,
+        queue_id=c.queue_id,
+        queue_offset=c.queue_offset,
+        msg_id=c.properties.get("UNIQ_KEY", c.offset_msg_id),
+        offset_msg_id=c.offset_msg_id,
+        born_timestamp=c.born_ts,
+        born_host=c.born_host,
+        store_timestamp=c.store_ts,
+        store_host=broker.store_addr,
+        commit_log_offset=c.commit_log_offset,
+        reconsume_times=c.reconsume_times,
+        properties=props,
+        body=c.body.decode("utf-8", errors="replace"),
+    )
 
 
 ALL_DUMPS = (DUMP_FILE_BUSINESS, DUMP_FILE_RETRY, DUMP_FILE_SCHEDULE, DUMP_FILE_DLQ, DUMP_FILE_TRACE)
