@@ -29,7 +29,7 @@ CONFIG = parse_config(
         "brokers": {"default": {}, "long": {"message_delay_level": LONG}},
         "groups": {
             g: {"broker": "long", "max_reconsume_times": 16}
-            for g in ("silent_cross", "silent_early", "seen_late", "open_at_end", "clock")
+            for g in ("silent_cross", "silent_late", "silent_early", "seen_late", "open_at_end", "clock")
         },
     }
 )
@@ -72,16 +72,19 @@ class Events:
 
 def estate() -> Events:
     e = Events()
-    # Four failures (levels 1m, 10m, 1h, 2h); the redelivery due at 23:11 on D1 is consumed without a line. The
-    # rule settles it when it is overdue by its level's delay (01:11 on D2): D1 cannot know, D2 does.
-    e.spring_failures(DAY1.replace(hour=20), "silent_cross", "M-cross", 4)
-    # The same path earlier in the day: overdue at 16:11 on D1, settled by D1 itself.
+    # Four failures (levels 1m, 10m, 1h, 2h); the redelivery due at 23:59:10 on D1, its %RETRY% copy stored
+    # then, is consumed without a line. The rule settles it when it is overdue (a minute later, --settle-after):
+    # after D1's end of observation, so D1 cannot know; D2, which has no event of it at all, does.
+    e.spring_failures(DAY1.replace(hour=20, minute=48, second=10), "silent_cross", "M-cross", 4)
+    # The same, due at 00:30 on D2: the %RETRY% copy is D2's, the consumption silent.
+    e.spring_failures(DAY1.replace(hour=21, minute=19), "silent_late", "M-late", 4)
+    # The same path earlier in the day: due at 12:11 on D1, overdue a minute later, settled by D1 itself.
     e.spring_failures(DAY1.replace(hour=9), "silent_early", "M-early", 4)
     # Failed at 23:40 and consumed at 23:41 on D1, both traced: settled on D1.
     e.trace(DAY1.replace(hour=23, minute=40), "seen_late", "M-seen", 0, ok=False)
     e.trace(DAY1.replace(hour=23, minute=41), "seen_late", "M-seen", 1, ok=True)
-    # Failed at 23:00 on D2 on the 2h level: still retrying when D2's observation ends.
-    e.spring_failures(DAY2.replace(hour=19, minute=49), "open_at_end", "M-open", 4)
+    # Redelivery due at 00:11 on the day after D2: still retrying when D2's observation ends.
+    e.spring_failures(DAY2.replace(hour=21), "open_at_end", "M-open", 4)
     # Each day's last event: the end of observation of each run.
     e.trace(DAY1.replace(hour=23, minute=59), "clock", "M-clock1", 0, ok=True)
     e.trace(DAY2.replace(hour=23, minute=59), "clock", "M-clock2", 0, ok=True)
@@ -121,6 +124,7 @@ def test_the_first_date_leaves_the_silent_redelivery_in_retry(days: dict[str, di
         states(days[D1]),
         [
             Row(consumer_group="silent_cross", deliveries=4, final_state="IN_RETRY"),
+            Row(consumer_group="silent_late", deliveries=4, final_state="IN_RETRY"),
             Row(consumer_group="silent_early", deliveries=5, final_state="CONSUMED"),
             Row(consumer_group="seen_late", deliveries=2, final_state="CONSUMED"),
         ],
@@ -133,11 +137,12 @@ def test_the_next_date_carries_and_settles_it_and_only_it(days: dict[str, dict[s
         states(days[D2]),
         [
             Row(consumer_group="silent_cross", deliveries=5, final_state="CONSUMED"),
+            Row(consumer_group="silent_late", deliveries=5, final_state="CONSUMED"),
             Row(consumer_group="open_at_end", deliveries=4, final_state="IN_RETRY"),
         ],
     )
     [cross] = [r for r in days[D2]["lifecycles"] if r["consumer_group"] == "silent_cross"]
-    assert cross["first_seen"] == DAY1.replace(hour=20)  # the whole lifecycle, read through the look-back
+    assert cross["first_seen"] == DAY1.replace(hour=20, minute=48, second=10)  # the whole lifecycle, read through the look-back
 
 
 def test_a_carried_lifecycle_brings_all_its_hops(days: dict[str, dict[str, list[Row]]]) -> None:
@@ -161,6 +166,8 @@ def test_without_the_look_back_nothing_is_carried(spark: Any) -> None:
     schema = T.StructType([*EVENTS_SCHEMA.fields, T.StructField("dt", T.StringType())])
     out = reconstruct(spark, spark.createDataFrame(rows, schema), CONFIG, D2)
     try:
-        assert sorted(r["consumer_group"] for r in out.lifecycles.collect()) == ["clock", "open_at_end"]
+        # silent_late's %RETRY% copy is on D2: only the lifecycle without any event on D2 is lost
+        groups = sorted(r["consumer_group"] for r in out.lifecycles.collect())
+        assert groups == ["clock", "open_at_end", "silent_late"]
     finally:
         out.release()

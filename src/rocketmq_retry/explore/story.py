@@ -119,14 +119,16 @@ def _story(ex: Explorer, life: dict[str, Any], dates: list[str]) -> Story:
     cur = ex._cursor()
     try:
         hops = _hop_rows(ex, cur, ds, group, msg_id)
-        letters = _letter_rows(ex, cur, ds, group, msg_id)
+        # A lifecycle spanning dates is written by each (docs/reconstruction.md "Dates and look-back"); its dead
+        # letter is in the partition of the DLQ move, which need not be the newest of them.
+        letters = _letter_rows(ex, cur, dates, group, msg_id)
         ids = sorted(
             {e for h in hops for e in (h["evidence"] or [])} | {e for d in letters for e in (d["evidence"] or [])}
         )
         evidence = _evidence_rows(ex, cur, life, ids) if ids else []
     finally:
         cur.close()
-    dead_letter = _dead_letter(ex, ds, group, msg_id) if letters else None
+    dead_letter = _dead_letter(ex, letters[0]["dt"], group, msg_id) if letters else None
     return Story(
         date=ds,
         dates=dates,
@@ -162,10 +164,11 @@ def _hop_rows(ex: Explorer, cur: duckdb.DuckDBPyConnection, ds: str, group: str,
 
 
 def _letter_rows(
-    ex: Explorer, cur: duckdb.DuckDBPyConnection, ds: str, group: str, msg_id: str
+    ex: Explorer, cur: duckdb.DuckDBPyConnection, dates: list[str], group: str, msg_id: str
 ) -> list[dict[str, Any]]:
-    dead, dp = ex._scan("dead_letters", [ds])
-    return ex._query(f"SELECT * FROM ({dead}) WHERE consumer_group = ? AND msg_id = ?", [*dp, group, msg_id], cur)
+    dead, dp = ex._scan("dead_letters", dates)
+    sql = f"SELECT * FROM ({dead}) WHERE consumer_group = ? AND msg_id = ? ORDER BY dt DESC"
+    return ex._query(sql, [*dp, group, msg_id], cur)
 
 
 def _evidence_rows(

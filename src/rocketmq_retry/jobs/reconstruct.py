@@ -173,6 +173,12 @@ def _parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--late-min", default="30s", help="LATE_REDELIVERY: minimum drift (default 30s)")
     p.add_argument("--late-factor", type=float, default=1.0, help="LATE_REDELIVERY: drift above factor x delay")
+    p.add_argument(
+        "--settle-after",
+        default="60s",
+        help="how late a scheduled, re-published, local or orderly redelivery may be before its silence settles "
+        "the lifecycle (silently consumed, or lost when its sources record deliveries; default 60s)",
+    )
     p.add_argument("--orderly-block", default="60s", help="ORDERLY_QUEUE_BLOCKED threshold (default 60s)")
     p.add_argument(
         "--clock-skew",
@@ -205,10 +211,11 @@ def _run(args: argparse.Namespace) -> int:
 
     config = load_config(args.config)
     th = Thresholds(
-        late_min_ms=parse_duration_ms(args.late_min),
+        late_min_ms=parse_duration_ms(args.late_min, what="--late-min"),
         late_factor=args.late_factor,
-        orderly_block_ms=parse_duration_ms(args.orderly_block),
-        clock_skew_ms=parse_duration_ms(args.clock_skew),
+        orderly_block_ms=parse_duration_ms(args.orderly_block, what="--orderly-block"),
+        clock_skew_ms=parse_duration_ms(args.clock_skew, what="--clock-skew"),
+        settle_after_ms=parse_duration_ms(args.settle_after, what="--settle-after"),
     )
     t0 = time.monotonic()
     if not committed(args.warehouse, "events", args.date).is_dir():

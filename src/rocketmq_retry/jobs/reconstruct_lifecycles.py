@@ -28,6 +28,12 @@ class Thresholds:
     # consumer's time, a DLQ copy the broker's storeTimestamp), and the broker's log lines carry whole seconds
     # (§6.1: a 5.x `send msg to DLQ` line reads up to 999 ms early), so "after" means later by more than this
     clock_skew_ms: int = 2_000
+    # How late a redelivery the broker's schedule service or the client itself makes may be before its silence
+    # settles the lifecycle (``_overdue``): ScheduleMessageService delivers a due copy within its 100 ms tick
+    # (DELAY_FOR_A_WHILE) into %RETRY%<group>, whose held pull is woken on arrival (PullRequestHoldService
+    # #notifyMessageArriving), and a local resubmit or orderly suspend is the client's own timer. Only a consumer
+    # that is down or backlogged is later, and then its later lines reopen the lifecycle.
+    settle_after_ms: int = 60_000
 
 
 def last_attempts(plan: DataFrame) -> DataFrame:
@@ -90,10 +96,14 @@ def _retry_pending() -> Column:
 
 
 def _overdue(th: Thresholds) -> Column:
-    """When the last failure's redelivery is late beyond doubt."""
-    return F.col("last_next_expected_ms") + F.greatest(
+    """When the last failure's redelivery is late beyond doubt: ``settle_after_ms`` after it was due, or, for a
+    redelivery the broker revives (POP and gRPC invisible time, §1.7, §5.3: PopReviveService scans the revive
+    topic in batches and may fall behind), the anomaly threshold ``max(late_min, late_factor x its wait)``."""
+    revived = F.col("last_action") == "INVISIBLE_RETRY"
+    by_wait = F.greatest(
         F.lit(th.late_min_ms), (F.coalesce(F.col("last_wait_ms"), F.lit(0)) * th.late_factor).cast("long")
     )
+    return F.col("last_next_expected_ms") + F.when(revived, by_wait).otherwise(F.lit(th.settle_after_ms))
 
 
 def silent_success(th: Thresholds) -> Column:
