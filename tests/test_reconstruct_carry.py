@@ -142,7 +142,8 @@ def test_the_next_date_carries_and_settles_it_and_only_it(days: dict[str, dict[s
         ],
     )
     [cross] = [r for r in days[D2]["lifecycles"] if r["consumer_group"] == "silent_cross"]
-    assert cross["first_seen"] == DAY1.replace(hour=20, minute=48, second=10)  # the whole lifecycle, read through the look-back
+    # the whole lifecycle, read through the look-back
+    assert cross["first_seen"] == DAY1.replace(hour=20, minute=48, second=10)
 
 
 def test_a_carried_lifecycle_brings_all_its_hops(days: dict[str, dict[str, list[Row]]]) -> None:
