@@ -162,6 +162,44 @@ def test_params_resolve_inside_their_roots(tmp_path: pathlib.Path) -> None:
     assert chosen.config == str(tmp_path / "config" / "site.yaml")
 
 
+def test_landing_template_keeps_ds_and_is_checked_like_the_date(tmp_path: pathlib.Path) -> None:
+    """Ingest gets the landing with ``{ds}`` kept (to catch up earlier dates), under the root like D's own folder;
+    a landing without ``{ds}`` (one folder for every date, ``{ds}`` in the sources' globs) has no template."""
+    from rocketmq_retry.airflow.settings import PathOutsideRootError, resolve_run_paths
+
+    settings = _settings(tmp_path)
+    root = tmp_path / "landing"
+    default = resolve_run_paths(settings, {}, "2026-11-20")
+    assert default.landing_template == f"{root}/{{ds}}"
+    assert default.as_dict()["landing_template"] == f"{root}/{{ds}}"
+    assert default.landing_template.replace("{ds}", "2026-11-20") == default.landing
+    site = resolve_run_paths(settings, {"landing": f"{root}/site-a/{{ds}}/logs"}, "2026-11-20")
+    assert site.landing_template == f"{root}/site-a/{{ds}}/logs"
+    assert site.landing == str(root / "site-a" / "2026-11-20" / "logs")
+    flat = resolve_run_paths(settings, {"landing": "all-dates"}, "2026-11-20")
+    assert flat.landing_template is None and flat.as_dict()["landing_template"] == ""
+    with pytest.raises(PathOutsideRootError, match="outside the configured landing root"):
+        resolve_run_paths(settings, {"landing": "../{ds}"}, "2026-11-20")
+
+
+def test_ingest_gets_the_landing_template_and_the_date_folder() -> None:
+    """``--landing`` stays D's folder (what the sensor waited for); ``--landing-template`` is added only when the
+    run's landing has ``{ds}``; reconstruct gets neither."""
+    from rocketmq_retry.airflow.operators import RocketMQSparkJobOperator
+
+    paths = {"ds": "2026-11-20", "landing": "/l/2026-11-20", "landing_template": "/l/{ds}", "warehouse": "/w"}
+    ingest = RocketMQSparkJobOperator(task_id="ingest", job="ingest", apps_dir="/apps", needs_landing=True)
+    reconstruct = RocketMQSparkJobOperator(task_id="reconstruct", job="reconstruct", apps_dir="/apps")
+    common = ["--date", "2026-11-20", "--warehouse", "/w"]
+    assert ingest.job_args({**paths, "config": "/c.yaml"}) == [
+        *common, "--landing", "/l/2026-11-20", "--landing-template", "/l/{ds}", "--config", "/c.yaml"
+    ]  # fmt: skip
+    assert ingest.job_args({**paths, "landing_template": "", "config": ""}) == [*common, "--landing", "/l/2026-11-20"]
+    old_xcom = {k: v for k, v in paths.items() if k != "landing_template"}  # a run resolved before the template
+    assert ingest.job_args({**old_xcom, "config": ""}) == [*common, "--landing", "/l/2026-11-20"]
+    assert reconstruct.job_args({**paths, "config": ""}) == common
+
+
 @pytest.mark.parametrize(
     ("param", "value", "message"),
     [

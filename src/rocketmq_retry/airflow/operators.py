@@ -25,7 +25,7 @@ RESOLVE_TASK = "resolve_run"
 
 
 def run_paths(context: Any) -> dict[str, str]:
-    """The ``resolve_run`` task's validated paths for this run (ds, landing, warehouse, config)."""
+    """The ``resolve_run`` task's validated paths for this run (ds, landing, landing_template, warehouse, config)."""
     paths = context["ti"].xcom_pull(task_ids=RESOLVE_TASK)
     if not paths:
         from airflow.sdk.exceptions import AirflowFailException
@@ -83,7 +83,8 @@ class LandingSensor(BaseSensorOperator):
 
 
 class RocketMQSparkJobOperator(SparkSubmitOperator):
-    """``spark-submit spark/<job>.py --date D --warehouse W [--landing L] [--config C]`` for this run.
+    """``spark-submit spark/<job>.py --date D --warehouse W [--landing L [--landing-template T]] [--config C]``
+    for this run.
 
     The master comes from the Spark connection (``local[*]`` or any ``spark://``, ``yarn``, ``k8s://`` URL);
     the package is shipped to executors with ``--py-files``. A connection of type ``spark_connect`` runs the job
@@ -134,6 +135,12 @@ class RocketMQSparkJobOperator(SparkSubmitOperator):
         args = ["--date", paths["ds"], "--warehouse", paths["warehouse"]]
         if self.needs_landing:
             args += ["--landing", paths["landing"]]
+            # With the template, ingest also catches up the look-back dates whose landing has files but whose
+            # events are not committed, so a date's reconstruction never depends on the order dates ran. A
+            # resolve_run XCom written before the template existed has no such key: that run reads D alone.
+            template = paths.get("landing_template") or ""
+            if "{ds}" in template:
+                args += ["--landing-template", template]
         if paths["config"]:
             args += ["--config", paths["config"]]
         return args

@@ -23,6 +23,7 @@ __all__ = [
     "PathOutsideRootError",
     "RunPaths",
     "inside",
+    "landing_template",
     "load_airflow_settings",
     "resolve_run_paths",
 ]
@@ -40,15 +41,28 @@ class PathOutsideRootError(UserError):
 
 @dataclass(frozen=True)
 class RunPaths:
-    """Everything one run touches, resolved and checked."""
+    """Everything one run touches, resolved and checked.
+
+    ``landing`` is the run's own date's folder (what the sensor waits for). ``landing_template`` is the same
+    path with ``{ds}`` left in (absolute, under the landing root), or None when the landing param has no ``{ds}``:
+    ingest needs the template, not D's folder, to catch up the look-back dates whose landing has files but whose
+    events were never committed (a date's reconstruction must not depend on the order dates ran).
+    """
 
     ds: str
     landing: str
     warehouse: str
     config: str | None
+    landing_template: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
-        return {"ds": self.ds, "landing": self.landing, "warehouse": self.warehouse, "config": self.config or ""}
+        return {
+            "ds": self.ds,
+            "landing": self.landing,
+            "landing_template": self.landing_template or "",
+            "warehouse": self.warehouse,
+            "config": self.config or "",
+        }
 
 
 def inside(root: pathlib.Path, value: str, *, what: str, ds: str) -> pathlib.Path:
@@ -66,6 +80,22 @@ def inside(root: pathlib.Path, value: str, *, what: str, ds: str) -> pathlib.Pat
             f"use a path under {root} (or change airflow.{what}_root in the deployment's config)"
         )
     return resolved
+
+
+def landing_template(root: pathlib.Path, value: str, ds: str) -> str | None:
+    """``value`` (a landing param or ``airflow.landing_subdir``) as an absolute path with ``{ds}`` kept, or None
+    without ``{ds}``; checked like the run's own folder (``inside`` for ``ds``).
+
+    The string is joined to the root but not resolved: ``{ds}`` names no folder yet, and kept as written, the
+    template with ``ds`` put in resolves to exactly the folder ``inside`` checked (folding ``..`` first would
+    not, after a symlink). Another date's folder that is a symlink out of the root is the reader's to refuse:
+    ingest refuses files whose real path leaves the landing.
+    """
+    raw = value.strip()
+    if "{ds}" not in raw:
+        return None
+    inside(root, raw, what="landing", ds=ds)
+    return raw if raw.startswith("/") else str(root / raw)
 
 
 def run_warehouse(settings: AirflowSettings, params: dict[str, Any], ds: str = "") -> pathlib.Path:
@@ -91,7 +121,15 @@ def run_config(settings: AirflowSettings, params: dict[str, Any], ds: str = "") 
 
 def resolve_run_paths(settings: AirflowSettings, params: dict[str, Any], ds: str) -> RunPaths:
     """Apply the daily run's params (``landing``, ``warehouse``, ``config``; empty = default) to the settings."""
-    landing = inside(settings.landing, str(params.get("landing") or settings.landing_subdir), what="landing", ds=ds)
+    landing_param = str(params.get("landing") or settings.landing_subdir)
+    landing = inside(settings.landing, landing_param, what="landing", ds=ds)
+    template = landing_template(settings.landing, landing_param, ds)
     warehouse = run_warehouse(settings, params, ds)
     config = run_config(settings, params, ds)
-    return RunPaths(ds=ds, landing=str(landing), warehouse=str(warehouse), config=str(config) if config else None)
+    return RunPaths(
+        ds=ds,
+        landing=str(landing),
+        warehouse=str(warehouse),
+        config=str(config) if config else None,
+        landing_template=template,
+    )
