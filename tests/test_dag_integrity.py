@@ -86,8 +86,47 @@ def test_spark_tasks_and_sensor(dag: Any) -> None:
         assert task.application == str(ROOT / "src" / "rocketmq_retry" / "spark_apps" / f"{job}.py")
         assert pathlib.Path(task.application).is_file()
     sensor = dag.get_task("wait_for_landing")
-    assert sensor.deferrable and sensor.timeout == 6 * 3600
+    assert sensor.deferrable and sensor.timeout == 6 * 3600 and sensor.schedule_timezone == "UTC"
     assert [link.name for link in dag.get_task("validate").operator_extra_links] == ["Data Docs"]
+
+
+class _Paths:
+    """A task instance whose resolve_run XCom is ``paths`` (what every operator reads first)."""
+
+    def __init__(self, paths: dict[str, str]) -> None:
+        self.paths = paths
+
+    def xcom_pull(self, task_ids: str) -> dict[str, str]:
+        return self.paths
+
+
+def test_sensor_fails_at_once_on_a_missing_overdue_date_and_waits_for_one_filling(tmp_path: pathlib.Path) -> None:
+    """A date whose folder does not exist once its data was due (its end + the timeout) cannot be waited for:
+    the run fails in seconds instead of holding an active run for hours (a new deployment's first scheduled
+    run, a gap in a backfill's range). A folder that exists is still filling, and one not due yet may appear."""
+    from airflow.sdk.exceptions import AirflowFailException
+
+    from rocketmq_retry.airflow.operators import LandingSensor
+
+    sensor = LandingSensor(task_id="wait", timeout=6 * 3600, schedule_timezone="Asia/Shanghai")
+    assert sensor.data_due("2026-11-20") == dt.datetime(2026, 11, 20, 22, tzinfo=dt.UTC)  # 11-21 00:00 +08 + 6 h
+
+    def context(ds: str) -> dict[str, Any]:
+        return {"ti": _Paths({"ds": ds, "landing": str(tmp_path / ds)})}
+
+    with pytest.raises(AirflowFailException, match=r"no landing folder for 2026-11-20 at .*waiting cannot bring it"):
+        sensor.poke(context("2026-11-20"))
+    (tmp_path / "2026-11-20").mkdir()
+    assert sensor.poke(context("2026-11-20")) is False  # exists, empty: still filling
+    (tmp_path / "2026-11-20" / "broker.log").write_text("x\n")
+    assert sensor.poke(context("2026-11-20")) is True
+    tomorrow = (dt.datetime.now(dt.UTC) + dt.timedelta(days=1)).date().isoformat()
+    assert sensor.poke(context(tomorrow)) is False  # not due yet: waits
+
+    marked = LandingSensor(task_id="wait", timeout=60, ready_marker="_READY_{ds}")
+    assert marked.poke(context("2026-11-20")) is False
+    (tmp_path / "2026-11-20" / "_READY_2026-11-20").write_text("")
+    assert marked.poke(context("2026-11-20")) is True
 
 
 PARSE_PROBE = """

@@ -78,6 +78,7 @@ def landing_sensor(settings: AirflowSettings) -> Any:
         task_id="wait_for_landing",
         ready_marker=settings.ready_marker,
         deferrable=settings.deferrable,
+        schedule_timezone=settings.schedule_timezone,  # a date's end, from which its data is due
         timeout=settings.sensor_timeout_minutes * 60,
         poke_interval=settings.sensor_poke_seconds,
         mode="reschedule",  # when not deferrable, free the worker slot between pokes

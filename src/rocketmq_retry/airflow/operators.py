@@ -38,20 +38,64 @@ class LandingSensor(BaseSensorOperator):
     """Waits until the run's landing folder holds data: the ready marker if one is configured, else any file.
 
     Deferrable: while waiting, a FileTrigger polls in the triggerer and no worker slot is held.
+
+    A folder that exists but is not ready yet is still filling: the sensor waits up to its ``timeout``. A folder
+    that does not exist at all once the date's data was due (the end of the date in the schedule's zone plus
+    the timeout: when a run scheduled on time would have given up) fails the sensor at once, without retries.
+    Waiting cannot bring a past date's data, and a run that waits holds one of the DAG's (or a backfill's)
+    active runs for hours: a new deployment's first scheduled run (yesterday, which has no landing) would
+    otherwise hold every triggered run behind it, and a backfill over a range with gaps would stall on each gap.
     """
 
     ui_color = "#c7e9c0"
 
-    def __init__(self, *, ready_marker: str | None = None, deferrable: bool = True, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        *,
+        ready_marker: str | None = None,
+        deferrable: bool = True,
+        schedule_timezone: str = "UTC",
+        **kwargs: Any,
+    ) -> None:
         super().__init__(**kwargs)
         self.ready_marker = ready_marker
         self.deferrable = deferrable
+        self.schedule_timezone = schedule_timezone
 
     def _target(self, context: Any) -> pathlib.Path:
-        landing = pathlib.Path(run_paths(context)["landing"])
-        return landing / self.ready_marker if self.ready_marker else landing
+        paths = run_paths(context)
+        landing = pathlib.Path(paths["landing"])
+        # {ds} in the marker (e.g. _READY_{ds}) tells dates apart when every date shares one landing folder
+        return landing / self.ready_marker.replace("{ds}", paths["ds"]) if self.ready_marker else landing
+
+    def data_due(self, ds: str) -> dt.datetime:
+        """When the date's data was due: its end in the schedule's zone (a scheduled run's start) + the timeout."""
+        from zoneinfo import ZoneInfo
+
+        day_end = dt.datetime.combine(
+            dt.date.fromisoformat(ds) + dt.timedelta(days=1), dt.time(), ZoneInfo(self.schedule_timezone)
+        )
+        return day_end + dt.timedelta(seconds=self.timeout)
+
+    def _refuse_missing_overdue(self, context: Any) -> None:
+        paths = run_paths(context)
+        landing = pathlib.Path(paths["landing"])
+        if landing.exists():
+            return  # still filling, or ready: the timeout decides
+        due = self.data_due(paths["ds"])
+        if dt.datetime.now(dt.UTC) < due:
+            return  # not due yet: the collector may still create it
+        from airflow.sdk.exceptions import AirflowFailException
+
+        raise AirflowFailException(
+            f"no landing folder for {paths['ds']} at {landing}, and its data was due by {due.isoformat()} (the end "
+            f"of the date in {self.schedule_timezone} + airflow.sensor_timeout_minutes): waiting cannot bring it. "
+            "Put the date's files there, then clear this task (or backfill the date with reprocess behaviour "
+            "'Missing and Errored Runs')"
+        )
 
     def poke(self, context: Any) -> bool:
+        self._refuse_missing_overdue(context)
         target = self._target(context)
         self.log.info("Waiting for landing data at %s", target)
         if self.ready_marker:
