@@ -3,7 +3,7 @@
 #   scripts/airflow-services.sh start|stop|status
 # Unlike `airflow standalone`, no serve-logs listener is started (it binds all interfaces and has no host
 # option); the api-server reads task logs from $AIRFLOW_HOME/logs itself. Needs the environment of
-# docs/airflow.md (AIRFLOW_HOME, SQLite URL, roots, spark_default).
+# docs/airflow.md (AIRFLOW_HOME, the PostgreSQL URLs, roots, spark_default).
 set -euo pipefail
 : "${AIRFLOW_HOME:?set AIRFLOW_HOME (see docs/airflow.md)}"
 HOST="${AIRFLOW__API__HOST:-127.0.0.1}"
@@ -41,14 +41,24 @@ case "${1:-}" in
     ;;
   stop)
     [ -s "$PIDS" ] || { echo "not started"; exit 0; }
-    # Each component was started with setsid: TERM its own process group, nothing else.
-    while read -r pid; do kill -TERM -- "-$pid" 2>/dev/null || true; done <"$PIDS"
-    for _ in $(seq 1 20); do
-      alive=0
-      while read -r pid; do kill -0 "$pid" 2>/dev/null && alive=1; done <"$PIDS"
-      [ "$alive" = 0 ] && break
+    # Each component was started with setsid: TERM its own process group, nothing else. Their descendants are
+    # listed first, by parent pid, so that a process that left the group (a task's own session) is not left
+    # running; whatever is still alive after the grace period gets KILL, named.
+    descendants() { local kid; for kid in $(ps -o pid= --ppid "$1" 2>/dev/null); do echo "$kid"; descendants "$kid"; done; }
+    started=$(cat "$PIDS")
+    tree=$(for pid in $started; do echo "$pid"; descendants "$pid"; done)
+    for pid in $started; do kill -TERM -- "-$pid" 2>/dev/null || true; done
+    for _ in $(seq 1 "${AIRFLOW_SERVICES_STOP_SECONDS:-30}"); do
+      alive=$(for pid in $tree; do kill -0 "$pid" 2>/dev/null && echo "$pid"; done || true)
+      [ -z "$alive" ] && break
       sleep 1
     done
+    if [ -n "${alive:-}" ]; then
+      for pid in $alive; do
+        echo "still running after TERM, sending KILL: $pid $(ps -o args= -p "$pid" 2>/dev/null | cut -c1-80)" >&2
+        kill -KILL "$pid" 2>/dev/null || true
+      done
+    fi
     rm -f "$PIDS"
     echo "stopped"
     ;;
