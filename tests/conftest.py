@@ -59,7 +59,12 @@ os.environ.pop("ROCKETMQ_RETRY_CONFIG", None)  # tests never pick up a developer
 
 # The modules that each take minutes, started first: with `make test`'s two pytest-xdist workers (one module per
 # worker at a time) a long module that started last would run alone at the end while the other worker sat idle.
-LONG_MODULES = ("test_dag_e2e.py", "test_attribution_property.py", "test_spark_cluster.py")
+LONG_MODULES = (
+    "test_dag_e2e.py",
+    "test_backfill_scheduler.py",
+    "test_attribution_property.py",
+    "test_spark_cluster.py",
+)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
