@@ -29,8 +29,11 @@ Params (empty = the deployment's default; relative paths are taken under the con
 leaves its root is refused):
 `landing` (default `airflow.landing_subdir`, `{ds}` = the run's date), `warehouse`, `config`.
 
-Backfill: `airflow backfill create --dag-id rocketmq_retry_daily --from-date 2026-11-18 --to-date 2026-11-20`
-(needs a running scheduler and the DAG unpaused). Each run reads and writes only its own `dt=<date>` partition.
+Backfill: *Trigger* → *Backfill* (or `airflow backfill create --dag-id rocketmq_retry_daily --from-date 2026-11-18
+--to-date 2026-11-20 --max-active-runs 3`; needs a running scheduler and the DAG unpaused). Dates run in any order
+and in parallel with the same result; each run replaces only its own `dt=<date>` partitions, so *All Runs*
+recomputes a range safely. A date with no landing folder once its data is overdue fails at `wait_for_landing` at
+once. Field by field: docs/airflow.md, "Backfilling".
 """
 
 
