@@ -1,5 +1,5 @@
-"""``event_id`` names a line of a file's content (issue #28): the file's fingerprint, the line number, the record
-index and the line's own text, never the file's path.
+"""``event_id`` names a line of a file's content (issue #28): the file's instance (host folder) and fingerprint,
+the line number, the record index and the line's own text, never the file's name or date folder.
 
 The fingerprint tests run ``check_file`` alone; the others are tiny literal landings laid out one folder per
 date, as collected (``landing/<date>/...``, the landing root of a run being ``landing/<date>``), through the real
@@ -137,15 +137,17 @@ def runs(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]
     trace = [trace_line("M1", "M2"), trace_line("M3", "M4", "M5")]
     write(day1 / "trace" / "t.trace", trace)
     write(day2 / "trace" / "old" / "t.trace.1", trace)
-    # one day's landing holding the same file twice, a grown copy, a damaged copy, and a look-alike that opens
-    # with the same line as host1's log but goes on differently
+    # one day's landing holding the same file twice in one instance (host folder "h"), a grown copy, a damaged
+    # copy, a look-alike that opens with the same line but goes on differently, and the same lines on another
+    # host (h2: the same first line and lines, as two brokers' stats lines can be)
     dup = root / "dup" / D1
     write(dup / "h" / "rocketmq_client.log", first)
     write(dup / "h" / "backup" / "rocketmq_client.log.1", first)
     write(dup / "h" / "copy" / "rocketmq_client.log.2", [*first, event_line(4, sec=5)])
     (dup / "h" / "cut").mkdir()
     (dup / "h" / "cut" / "rocketmq_client.log.3.gz").write_bytes(gzip.compress(("\n".join(first)).encode())[:30])
-    write(dup / "other" / "rocketmq_client.log", [BANNER, event_line(9), event_line(2, sec=7)])
+    write(dup / "h" / "other" / "rocketmq_client.log", [BANNER, event_line(9), event_line(2, sec=7)])
+    write(dup / "h2" / "rocketmq_client.log", first)
     wh = root / "wh"
     return {
         "d1": ingest(spark, day1, wh),
@@ -196,14 +198,17 @@ def test_the_same_file_collected_again_renamed_or_gzipped_keeps_its_ids(runs: di
 def test_a_file_present_twice_in_one_day_is_written_once_and_counted(runs: dict[str, Any]) -> None:
     run = runs["dup"]
     events = sorted((e["source_file"], e["line_no"], e["msg_id"]) for e in run["events"])
-    # each line once, under the first file by source_file; the grown copy adds its new line; the look-alike
-    # opens with the same line but its own lines are its own events (U2 too: another line, at the same number)
+    # each line of h once, under the first file by source_file; the grown copy adds its new line; the look-alike
+    # opens with the same line but its own lines are its own events (U2 too: another line, at the same number);
+    # another host's lines are its own, however alike
     assert events == [
         ("h/backup/rocketmq_client.log.1", 2, "U1"),
         ("h/backup/rocketmq_client.log.1", 3, "U2"),
         ("h/copy/rocketmq_client.log.2", 4, "U4"),
-        ("other/rocketmq_client.log", 2, "U9"),
-        ("other/rocketmq_client.log", 3, "U2"),
+        ("h/other/rocketmq_client.log", 2, "U9"),
+        ("h/other/rocketmq_client.log", 3, "U2"),
+        ("h2/rocketmq_client.log", 2, "U1"),
+        ("h2/rocketmq_client.log", 3, "U2"),
     ]
     assert len({e["event_id"] for e in run["events"]}) == len(run["events"])
     report = {
@@ -214,8 +219,9 @@ def test_a_file_present_twice_in_one_day_is_written_once_and_counted(runs: dict[
         "h/backup/rocketmq_client.log.1": ("read", 3, 2, 2, 0, None),
         "h/copy/rocketmq_client.log.2": ("read", 4, 3, 1, 2, ["h/backup/rocketmq_client.log.1"]),
         "h/cut/rocketmq_client.log.3.gz": ("quarantined", 0, 0, 0, 0, None),
+        "h/other/rocketmq_client.log": ("read", 3, 2, 2, 0, None),
         "h/rocketmq_client.log": ("read", 3, 2, 0, 2, ["h/backup/rocketmq_client.log.1"]),
-        "other/rocketmq_client.log": ("read", 3, 2, 2, 0, None),
+        "h2/rocketmq_client.log": ("read", 3, 2, 2, 0, None),
     }
     assert "event rows not written again (the same lines read from another file of the day): 4" in run["summary"]
     assert "h/rocketmq_client.log: same lines as h/backup/rocketmq_client.log.1" in run["summary"]

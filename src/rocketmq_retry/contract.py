@@ -51,7 +51,8 @@ __all__ = [
 # schemas: (column, Spark DDL type) in the order the writers write them
 
 _EVENTS = (
-    # sha2 of the file's content fingerprint, line_no, the record's index in the line and the line's text (32 hex)
+    # sha2 of the file's instance and content fingerprint, line_no, the record's index in the line and the line's
+    # text (32 hex): a line of a file's content, not a path (docs/ingest.md "event_id")
     ("event_id", "string"),
     ("event_time", "timestamp"),  # UTC
     ("source", "string"),

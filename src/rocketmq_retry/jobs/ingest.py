@@ -182,7 +182,7 @@ def _run(
         groups = keep(parse.line_groups(classified.unionByName(long_lines)), "counting lines per file")
         # the same content read twice (two paths in the landing) gives the same event ids: written once, counted
         events, duplicates = parse.dedup_events(
-            parse.events_of(classified, instances), parse.shared_fingerprints(checked.fingerprints), keep
+            parse.events_of(classified, instances), parse.shared_fingerprints(files, checked.fingerprints), keep
         )
         report_df = parse.with_duplicates(parse.report_of(groups), duplicates)
         report_df = report_df.unionByName(_file_report_rows(spark, checked, refused))

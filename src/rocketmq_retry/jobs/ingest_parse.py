@@ -31,6 +31,8 @@ from rocketmq_retry.logformats import BROKER, BROKER_STATS, CLIENT_4X, CLIENT_5X
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
+    from rocketmq_retry.jobs.ingest_read import SourceFile
+
 # Re-exported: the tests and the job read the line structs and the per-family classifiers from this module.
 __all__ = [
     "BAD_STRUCT_DDL",
@@ -125,7 +127,9 @@ def events_of(classified: DataFrame, instances: DataFrame | None = None) -> Data
     cols = {n: F.col(f"e.{n}") for n, _ in EVENT_FIELDS}
     cols.update(
         {
-            "event_id": event_id_of(F.col("fingerprint"), F.col("line_no"), F.col("e.rec"), F.col("line_hash")),
+            "event_id": event_id_of(
+                F.col("instance"), F.col("fingerprint"), F.col("line_no"), F.col("e.rec"), F.col("line_hash")
+            ),
             "source_file": F.col("source_file"),
             "line_no": F.col("line_no"),
             "instance": F.col("instance"),
@@ -134,14 +138,16 @@ def events_of(classified: DataFrame, instances: DataFrame | None = None) -> Data
     return ev.select(*(cols[c].alias(c) for c in EVENT_COLUMNS))
 
 
-def event_id_of(fingerprint: Column, line_no: Column, rec: Column, line_hash: Column) -> Column:
-    """First 32 hex of SHA-256 over the file's content fingerprint (``ingest_check``), the line's number, the
-    record's index in the line and the line's own text (its xxhash64), NUL-separated: a line of a file's content,
-    whatever the file's path or name.
+def event_id_of(instance: Column, fingerprint: Column, line_no: Column, rec: Column, line_hash: Column) -> Column:
+    """First 32 hex of SHA-256 over the file's application instance, its content fingerprint (``ingest_check``),
+    the line's number, the record's index in the line and the line's own text (its xxhash64), NUL-separated: a
+    line of a file's content, whatever the file's name, compression or date folder.
 
     The fingerprint makes ids differ between files that rolled between two collections (the same path and line
-    numbers, other lines); the line's text makes them differ between two files that open with the same line.
-    A missing part is a bug upstream, never a shorter key: the job stops.
+    numbers, other lines); the line's text makes them differ between two files that open with the same line; the
+    instance (the host folder, the same in every date's folder and across rotation) between two hosts that wrote
+    the same lines at the same place (two brokers' stats lines carry no broker name, and the simulated brokers'
+    files open with the same line). A missing part is a bug upstream, never a shorter key: the job stops.
     """
 
     def part(c: Column, what: str) -> Column:
@@ -150,6 +156,7 @@ def event_id_of(fingerprint: Column, line_no: Column, rec: Column, line_hash: Co
 
     key = F.concat_ws(
         "\u0000",
+        F.coalesce(instance, F.lit("")),  # null only in the pure transform tests (no instance table)
         part(fingerprint, "a file fingerprint"),
         part(line_no, "a line number"),
         part(rec, "a record index"),
@@ -158,13 +165,14 @@ def event_id_of(fingerprint: Column, line_no: Column, rec: Column, line_hash: Co
     return F.substring(F.sha2(key, 256), 1, 32)
 
 
-def shared_fingerprints(fingerprints: dict[str, str]) -> list[str]:
-    """The files (``source_file``) whose fingerprint another file of the day has: the only ones whose lines may
-    carry an ``event_id`` that another file's line also carries (the same file collected twice, or two files
-    that open with the same line). Sorted; empty on a usual day."""
-    by_fp: dict[str, list[str]] = {}
-    for f, fp in fingerprints.items():
-        by_fp.setdefault(fp, []).append(f)
+def shared_fingerprints(files: list[SourceFile], fingerprints: dict[str, str]) -> list[str]:
+    """The files (``source_file``) whose instance and fingerprint another file of the day has: the only ones whose
+    lines may carry an ``event_id`` that another file's line also carries (the same file collected twice, or two
+    files of one instance that open with the same line). Sorted; empty on a usual day."""
+    by_fp: dict[tuple[str, str], list[str]] = {}
+    for f in files:
+        if f.rel in fingerprints:
+            by_fp.setdefault((f.instance, fingerprints[f.rel]), []).append(f.rel)
     return sorted(f for files in by_fp.values() if len(files) > 1 for f in files)
 
 
