@@ -51,7 +51,9 @@ __all__ = [
 # schemas: (column, Spark DDL type) in the order the writers write them
 
 _EVENTS = (
-    ("event_id", "string"),  # sha2 of source_file, line_no and the record's index in the line (32 hex)
+    # sha2 of the file's instance and content fingerprint, line_no, the record's index in the line and the line's
+    # text (32 hex): a line of a file's content, not a path (docs/ingest.md "event_id")
+    ("event_id", "string"),
     ("event_time", "timestamp"),  # UTC
     ("source", "string"),
     ("source_file", "string"),
@@ -185,6 +187,10 @@ _INGEST_REPORT = (
     # "read", or "quarantined" (a damaged .gz, not read) / "refused" (its real path leaves the landing root)
     ("file_status", "string"),
     ("file_reason", "string"),
+    # event rows of this file not written because an earlier file (by source_file) of the day gave the same
+    # event_id (the same content collected twice), and those files: event_rows counts the rows written
+    ("duplicate_events", "bigint"),
+    ("duplicate_of", "array<string>"),
 )
 _QUARANTINE = (
     ("source", "string"),

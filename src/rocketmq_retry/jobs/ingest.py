@@ -55,6 +55,7 @@ class Checked:
     skipped: dict[str, list[int]]  # path -> 1-based numbers of the lines the read cap skips
     long_lines: list[tuple[SourceFile, int, int, int, str]]  # file, line_no, byte_offset, size, raw
     damaged: list[tuple[SourceFile, FileCheck]]
+    fingerprints: dict[str, str]  # source_file -> content fingerprint (ingest_check), the file part of event_id
 
 
 def long_line_reason(max_line_bytes: int) -> str:
@@ -71,6 +72,7 @@ def check_inputs(files: list[SourceFile], max_line_bytes: int, max_expanded_byte
     skipped: dict[str, list[int]] = {}
     long_lines: list[tuple[SourceFile, int, int, int, str]] = []
     damaged: list[tuple[SourceFile, FileCheck]] = []
+    fingerprints: dict[str, str] = {}
     for f in files:
         try:
             check = check_file(f.path, max_line_bytes, max_expanded_bytes)
@@ -80,12 +82,13 @@ def check_inputs(files: list[SourceFile], max_line_bytes: int, max_expanded_byte
             damaged.append((f, check))
             continue
         readable.append(f)
+        fingerprints[f.rel] = check.fingerprint
         if check.long_lines:
             skipped[f.path] = [ln.line_no for ln in check.long_lines]
             for ln in check.long_lines:
                 raw = ln.head.decode("utf-8", "replace")[: P.RAW_CAP]
                 long_lines.append((f, ln.line_no, ln.byte_offset, ln.size, raw))
-    return Checked(readable, skipped, long_lines, damaged)
+    return Checked(readable, skipped, long_lines, damaged, fingerprints)
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -190,14 +193,19 @@ def _run(
 
     try:
         classified = parse.classify_families(lines, ds, zone, tuple(sorted({f.timezone for f in files})), keep)
-        instances = instance_table(spark, files)
+        instances = instance_table(spark, files, checked.fingerprints)
         long_q, long_lines = _long_line_rows(spark, checked, max_line_bytes, ds)
         quarantine = parse.quarantine_of(classified).unionByName(long_q).unionByName(_damaged_rows(spark, checked))
         groups = keep(parse.line_groups(classified.unionByName(long_lines)), "counting lines per file")
-        report_df = parse.report_of(groups).unionByName(_file_report_rows(spark, checked, refused))
+        # the same content read twice (two paths in the landing) gives the same event ids: written once, counted
+        events, duplicates = parse.dedup_events(
+            parse.events_of(classified, instances), parse.shared_fingerprints(files, checked.fingerprints), keep
+        )
+        report_df = parse.with_duplicates(parse.report_of(groups), duplicates)
+        report_df = report_df.unionByName(_file_report_rows(spark, checked, refused))
         # the four tables are committed together: a crash leaves all of them from the previous run or all new
         tables = {
-            "events": parse.events_of(classified, instances),
+            "events": events,
             "quarantine": quarantine,
             "ingest_report": report_df.coalesce(1),
             "bindings": parse.bindings_of(groups, instances).coalesce(1),
@@ -244,6 +252,7 @@ def _long_line_rows(spark: SparkSession, checked: Checked, cap: int, ds: str) ->
         "reason",
         "raw",
         F.array().cast(f"array<{parse.EVENT_STRUCT_DDL}>").alias("events"),
+        F.lit(None).cast("long").alias("line_hash"),
         F.array().cast(f"array<{parse.BAD_STRUCT_DDL}>").alias("bad"),
         F.lit(0).alias("other_date_events"),
         F.lit(None).cast(parse.BIND_DDL).alias("bind"),
@@ -260,8 +269,8 @@ def _damaged_rows(spark: SparkSession, checked: Checked) -> DataFrame:
 def _file_report_rows(spark: SparkSession, checked: Checked, refused: list[Refused]) -> DataFrame:
     """ingest_report rows of the files that were not read: damaged (quarantined whole) and refused ones."""
     zero = (0,) * 10
-    rows = [(f.rel, f.source, *zero, None, None, "quarantined", c.damage) for f, c in checked.damaged]
-    rows += [(r.rel, r.source, *zero, None, None, "refused", r.reason) for r in refused]
+    rows = [(f.rel, f.source, *zero, None, None, "quarantined", c.damage, 0, None) for f, c in checked.damaged]
+    rows += [(r.rel, r.source, *zero, None, None, "refused", r.reason, 0, None) for r in refused]
     return spark.createDataFrame(rows, parse.REPORT_DDL)
 
 
@@ -329,6 +338,17 @@ def format_report(report: list[dict[str, Any]]) -> str:
         for r in read:
             for reason, n in sorted((r.get("quarantined_by_reason") or {}).items()):
                 lines.append(f"  {n:>8}  {r['source_file']}: {reason}")
+    # the same content read twice: its event rows are in the events table once, under the first file
+    copies = [r for r in read if r.get("duplicate_events")]
+    if copies:
+        lines.append(
+            f"event rows not written again (the same lines read from another file of the day): "
+            f"{sum(r['duplicate_events'] for r in copies)}"
+        )
+        lines += [
+            f"  {r['duplicate_events']:>8}  {r['source_file']}: same lines as {', '.join(r['duplicate_of'] or [])}"
+            for r in copies
+        ]
     # files not read at all: named one by one
     for status, title in (("quarantined", "files quarantined whole (not read)"), ("refused", "files refused")):
         hit = [r for r in report if r.get("file_status") == status]

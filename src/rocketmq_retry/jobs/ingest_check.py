@@ -10,7 +10,9 @@ task with an ``IOException`` that fails the whole job. So each file is streamed 
   ``\\r\\n`` end a line; a UTF-8 byte-order mark at the start is not counted), and the lines that the read cap
   (``mapreduce.input.linerecordreader.line.maxlength``, which Spark's text source takes as a read option) will
   make Hadoop skip are recorded with their line number, byte offset and first bytes. Hadoop skips such a line
-  without a trace; the job puts it back as a quarantined line and renumbers the lines after it.
+  without a trace; the job puts it back as a quarantined line and renumbers the lines after it;
+* the file's content fingerprint is taken on the way (``FileCheck.fingerprint``, see ``_FirstLine``): the file
+  half of every ``event_id``, so a file keeps its ids when it is renamed, gzipped or collected again.
 
 The scan never iterates line by line in Python: it jumps from one window of ``max_line_bytes`` to the next with
 ``bytes.rfind``, so a file costs a few C-level searches per megabyte.
@@ -18,7 +20,9 @@ The scan never iterates line by line in Python: it jumps from one window of ``ma
 
 from __future__ import annotations
 
+import hashlib
 import os
+import re
 import zlib
 from dataclasses import dataclass, field
 from typing import BinaryIO
@@ -33,6 +37,10 @@ _CHUNK = 8 << 20  # bytes read or expanded per step: the scan's memory bound
 _RAW_BYTES = 4 * P.RAW_CAP  # enough bytes for RAW_CAP characters of UTF-8
 _BOM = b"\xef\xbb\xbf"
 _CR_TO_LF = bytes.maketrans(b"\r", b"\n")
+# Bytes of the first non-blank line that the fingerprint hashes: enough to tell files apart by their first
+# timestamped line, bounded for a file that opens with a huge line (event_id also hashes each line's own text).
+FINGERPRINT_BYTES = 4096
+_CONTENT = re.compile(rb"[^ \t\f\v\r\n]")  # the first byte of a file's content (see _FirstLine)
 
 
 @dataclass(frozen=True)
@@ -50,6 +58,46 @@ class FileCheck:
     long_lines: list[LongLine] = field(default_factory=list)
     damage: str | None = None  # why the whole file is quarantined
     damage_offset: int | None = None  # byte offset in the file as stored (compressed) where it was found
+    fingerprint: str = ""  # 32 hex: the file's identity by content (``_FirstLine``), whatever its path or name
+
+
+class _FirstLine:
+    """The fingerprint of a file's content, taken from the expanded bytes as they stream by: SHA-256 of the file
+    from its first non-blank character (a UTF-8 BOM at the start not counted, as Hadoop does not) to the end of
+    that line, at most ``FINGERPRINT_BYTES`` of it.
+
+    That line is written once and never changes while the file grows, rotates (``stats.log`` -> ``stats.log.1``
+    -> ``.gz``) or is copied into another day's folder, so every collection of a file gets the same fingerprint
+    (log shippers, e.g. Vector's ``checksum`` fingerprint, identify a file across renames the same way). Leading
+    blank lines are skipped because many files open with one (a stdout log); a file of blank lines only has no
+    event whose id would need a fingerprint. Two files that open with the same line (two hosts printing the same
+    banner) share a fingerprint: ``event_id`` also hashes each line's own text for that (docs/ingest.md).
+    """
+
+    def __init__(self) -> None:
+        self.buf = bytearray()
+        self.done = False
+        self.at_start = True  # no byte seen yet: a BOM here is not content
+        self.in_line = False  # the first non-blank character has been seen
+
+    def feed(self, data: bytes) -> None:
+        i = 0
+        if self.at_start and data:
+            self.at_start = False
+            if data.startswith(_BOM):
+                i = len(_BOM)
+        if not self.in_line:
+            m = _CONTENT.search(data, i)  # a regex, not a Python loop: a file may open with a million blank lines
+            if m is None:
+                return
+            self.in_line, i = True, m.start()
+        ends = [e for e in (data.find(b"\n", i), data.find(b"\r", i)) if e >= 0]
+        j = min(ends, default=len(data))
+        self.buf += data[i : min(j, i + FINGERPRINT_BYTES - len(self.buf))]
+        self.done = bool(ends) or len(self.buf) >= FINGERPRINT_BYTES
+
+    def digest(self) -> str:
+        return hashlib.sha256(bytes(self.buf)).hexdigest()[:32]
 
 
 class _LineScanner:
@@ -64,6 +112,7 @@ class _LineScanner:
         self.cur_head = b""
         self.in_line = False
         self.pending_cr = False  # the last chunk ended with \r: \r\n or \r alone depends on the next byte
+        self.first = _FirstLine()
 
     def _end(self, term: int) -> None:
         out = self.out
@@ -87,6 +136,8 @@ class _LineScanner:
         n = len(buf)
         if not n:
             return
+        if not self.first.done:
+            self.first.feed(buf)
         t = buf.translate(_CR_TO_LF)  # every line end is now \n (\r\n is two of them, see _count)
         i = 0
         if self.pending_cr:
@@ -144,7 +195,8 @@ def check_file(
     max_expanded_bytes: int = DEFAULT_MAX_EXPANDED_BYTES,
     gzip: bool | None = None,
 ) -> FileCheck:
-    """Stream ``path`` once: gzip integrity and expanded size (``.gz`` files), line count and long lines."""
+    """Stream ``path`` once: gzip integrity and expanded size (``.gz`` files), line count, long lines and the
+    content fingerprint."""
     out = FileCheck()
     scanner = _LineScanner(max_line_bytes, out)
     is_gz = path.endswith(".gz") if gzip is None else gzip
@@ -156,8 +208,9 @@ def check_file(
                 scanner.feed(chunk)
                 out.expanded_bytes += len(chunk)
             scanner.finish()
-            return out
-        _scan_gzip(fh, scanner, out, max_expanded_bytes)
+        else:
+            _scan_gzip(fh, scanner, out, max_expanded_bytes)
+    out.fingerprint = scanner.first.digest()
     return out
 
 

@@ -40,6 +40,8 @@ LINE_COLUMNS = (
     "reason",
     "raw",
     "events",
+    # an event line's own text hashed (xxhash64 of its bytes), for event_id: null on every other line
+    "line_hash",
     "bad",
     "other_date_events",
     "bind",
@@ -86,6 +88,10 @@ def no_events() -> Column:
 
 def no_bad() -> Column:
     return F.array().cast(f"array<{BAD_STRUCT_DDL}>")
+
+
+def no_line_hash() -> Column:
+    return F.lit(None).cast("long").alias("line_hash")
 
 
 def no_bind() -> Column:

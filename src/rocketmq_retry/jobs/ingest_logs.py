@@ -25,6 +25,7 @@ from rocketmq_retry.jobs.ingest_event import (
     no_bad,
     no_bind,
     no_events,
+    no_line_hash,
     same,
 )
 from rocketmq_retry.jobs.ingest_screen import screen_log_lines, settle_candidates
@@ -189,6 +190,7 @@ def log_parts(
         F.lit(None).cast("string").alias("reason"),
         F.lit(None).cast("string").alias("raw"),
         no_events().alias("events"),
+        no_line_hash(),
         no_bad().alias("bad"),
         F.lit(0).alias("other_date_events"),
         # bindings are read on every date: a start-up line names its instance's groups whatever day it is on
@@ -318,6 +320,7 @@ def _dated_log_lines(w: DataFrame, ds: str, day_zone: str) -> DataFrame:
         .alias("reason"),
         F.when(is_q, F.col("raw")).alias("raw"),
         F.when(F.col("category") == "event", events).otherwise(no_events()).alias("events"),
+        F.when(F.col("category") == "event", F.col("line_hash")).alias("line_hash"),
         no_bad().alias("bad"),
         F.lit(0).alias("other_date_events"),
         no_bind(),

@@ -19,7 +19,7 @@ from __future__ import annotations
 from functools import reduce
 from typing import TYPE_CHECKING
 
-from pyspark.sql import Column
+from pyspark.sql import Column, Window
 from pyspark.sql import functions as F
 
 from rocketmq_retry import contract
@@ -30,6 +30,8 @@ from rocketmq_retry.logformats import BROKER, BROKER_STATS, CLIENT_4X, CLIENT_5X
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
+
+    from rocketmq_retry.jobs.ingest_read import SourceFile
 
 # Re-exported: the tests and the job read the line structs and the per-family classifiers from this module.
 __all__ = [
@@ -107,33 +109,118 @@ def classify_families(
 
 
 def events_of(classified: DataFrame, instances: DataFrame | None = None) -> DataFrame:
-    """The events table (DESIGN §4) with a stable event_id = hash(file relative to landing, line, record).
+    """The events table (DESIGN §4) with ``event_id`` naming a line of a file's content (``event_id_of``).
 
-    ``instances``: ``source_file, instance`` (``ingest_read.instance_table``); without it ``instance`` is null.
+    ``instances``: ``source_file, instance[, fingerprint]`` (``ingest_read.instance_table``); without it
+    ``instance`` is null, and without a ``fingerprint`` column the file's path stands in for it (the pure
+    transform tests: every job run passes the fingerprints).
     """
-    ev = classified.filter(F.size("events") > 0).select("source_file", "line_no", F.explode("events").alias("e"))
+    ev = classified.filter(F.size("events") > 0).select(
+        "source_file", "line_no", "line_hash", F.explode("events").alias("e")
+    )
     if instances is not None:
         ev = ev.join(F.broadcast(instances), "source_file", "left")
     else:
         ev = ev.withColumn("instance", F.lit(None).cast("string"))
-    event_id = F.substring(
-        F.sha2(
-            F.concat_ws("\u0000", F.col("source_file"), F.col("line_no").cast("string"), F.col("e.rec").cast("string")),
-            256,
-        ),
-        1,
-        32,
-    )
+    if instances is None or "fingerprint" not in instances.columns:
+        ev = ev.withColumn("fingerprint", F.col("source_file"))
     cols = {n: F.col(f"e.{n}") for n, _ in EVENT_FIELDS}
     cols.update(
         {
-            "event_id": event_id,
+            "event_id": event_id_of(
+                F.col("instance"), F.col("fingerprint"), F.col("line_no"), F.col("e.rec"), F.col("line_hash")
+            ),
             "source_file": F.col("source_file"),
             "line_no": F.col("line_no"),
             "instance": F.col("instance"),
         }
     )
     return ev.select(*(cols[c].alias(c) for c in EVENT_COLUMNS))
+
+
+def event_id_of(instance: Column, fingerprint: Column, line_no: Column, rec: Column, line_hash: Column) -> Column:
+    """First 32 hex of SHA-256 over the file's application instance, its content fingerprint (``ingest_check``),
+    the line's number, the record's index in the line and the line's own text (its xxhash64), NUL-separated: a
+    line of a file's content, whatever the file's name, compression or date folder.
+
+    The fingerprint makes ids differ between files that rolled between two collections (the same path and line
+    numbers, other lines); the line's text makes them differ between two files that open with the same line; the
+    instance (the host folder, the same in every date's folder and across rotation) between two hosts that wrote
+    the same lines at the same place (two brokers' stats lines carry no broker name, and the simulated brokers'
+    files open with the same line). A missing part is a bug upstream, never a shorter key: the job stops.
+    """
+
+    def part(c: Column, what: str) -> Column:
+        missing = F.raise_error(F.concat(F.lit(f"ingest: event without {what} in "), F.col("source_file")))
+        return F.coalesce(c.cast("string"), missing.cast("string"))
+
+    key = F.concat_ws(
+        "\u0000",
+        F.coalesce(instance, F.lit("")),  # null only in the pure transform tests (no instance table)
+        part(fingerprint, "a file fingerprint"),
+        part(line_no, "a line number"),
+        part(rec, "a record index"),
+        part(line_hash, "a line hash"),
+    )
+    return F.substring(F.sha2(key, 256), 1, 32)
+
+
+def shared_fingerprints(files: list[SourceFile], fingerprints: dict[str, str]) -> list[str]:
+    """The files (``source_file``) whose instance and fingerprint another file of the day has: the only ones whose
+    lines may carry an ``event_id`` that another file's line also carries (the same file collected twice, or two
+    files of one instance that open with the same line). Sorted; empty on a usual day."""
+    by_fp: dict[tuple[str, str], list[str]] = {}
+    for f in files:
+        if f.rel in fingerprints:
+            by_fp.setdefault((f.instance, fingerprints[f.rel]), []).append(f.rel)
+    return sorted(f for files in by_fp.values() if len(files) > 1 for f in files)
+
+
+def dedup_events(events: DataFrame, shared: list[str], keep: Keep | None = None) -> tuple[DataFrame, DataFrame | None]:
+    """(events with each ``event_id`` once, per-file duplicates) when the same content came in twice.
+
+    Only the rows of ``shared`` files (``shared_fingerprints``) can repeat an id, so only they are ranked; of the
+    rows with one id the first by ``source_file`` is kept. The duplicates (``source_file, duplicate_events,
+    duplicate_of``: how many rows were not written and which files' rows were kept instead) go into the ingest
+    report: nothing is dropped silently. A normal line is never quarantined for being a copy. With no shared
+    file (the usual day) nothing is ranked and the duplicates are None.
+    """
+    if not shared:
+        return events, None
+    is_shared = F.col("source_file").isin(*shared)
+    first = F.min("source_file").over(Window.partitionBy("event_id"))
+    ranked = (keep or same)(
+        events.filter(is_shared).withColumn("_kept_in", first), "ranking the events of files seen twice"
+    )
+    kept = ranked.filter(F.col("source_file") == F.col("_kept_in")).drop("_kept_in")
+    dups = (
+        ranked.filter(F.col("source_file") != F.col("_kept_in"))
+        .groupBy("source_file")
+        .agg(
+            F.count(F.lit(1)).cast("long").alias("duplicate_events"),
+            F.sort_array(F.collect_set("_kept_in")).alias("duplicate_of"),
+        )
+    )
+    return events.filter(~is_shared).unionByName(kept), dups
+
+
+def with_duplicates(report: DataFrame, dups: DataFrame | None) -> DataFrame:
+    """The report with each file's duplicate rows (``dedup_events``) moved from ``event_rows`` to
+    ``duplicate_events``: ``event_rows`` stays the rows the file has in the events table."""
+    if dups is None:
+        return report
+    d = F.coalesce(F.col("d.duplicate_events"), F.lit(0)).cast("long")
+    cols = {c: F.col(f"r.{c}") for c in REPORT_COLUMNS}
+    cols.update(
+        {
+            "event_rows": F.col("r.event_rows") - d,
+            "duplicate_events": d,
+            "duplicate_of": F.col("d.duplicate_of"),
+        }
+    )
+    on = F.col("r.source_file") == F.col("d.source_file")
+    joined = report.alias("r").join(F.broadcast(dups).alias("d"), on, "left")
+    return joined.select(*(cols[c].alias(c) for c in REPORT_COLUMNS)).orderBy("source", "source_file")
 
 
 def quarantine_of(classified: DataFrame) -> DataFrame:
@@ -204,6 +291,8 @@ def report_of(groups: DataFrame) -> DataFrame:
         F.when(F.size(reasons) > 0, F.map_from_entries(F.sort_array(reasons))).alias("quarantined_by_reason"),
         F.lit("read").alias("file_status"),
         F.lit(None).cast("string").alias("file_reason"),
+        F.lit(0).cast("long").alias("duplicate_events"),
+        F.lit(None).cast("array<string>").alias("duplicate_of"),
     )
     return per_file.select(*REPORT_COLUMNS).orderBy("source", "source_file")
 

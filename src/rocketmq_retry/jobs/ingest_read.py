@@ -1,7 +1,8 @@
 """Find the files each configured source names for a date and read them as numbered text lines.
 
-Line numbers must be exact and stable (they are half of ``event_id``), for plain and gzip files alike, and
-however Spark would otherwise split a large file. We read with one input partition per file (split size and
+Line numbers must be exact and stable (with the file's content fingerprint and the line's own text they make
+``event_id``, see ``ingest_parse.events_of``), for plain and gzip files alike, and however Spark would otherwise
+split a large file. We read with one input partition per file (split size and
 file-open cost set far above any file size), so within a partition rows are the file's lines in order and
 ``monotonically_increasing_id()``'s low 33 bits are the 0-based line index. ``spark.read.text`` strips ``\\n``
 and ``\\r\\n`` and decompresses by extension; it keeps invalid UTF-8 bytes as they are, which the parser then
@@ -60,7 +61,7 @@ class Refused:
 @dataclass(frozen=True)
 class SourceFile:
     path: str  # absolute path
-    rel: str  # path relative to the landing root: the file's identity in event_id
+    rel: str  # path relative to the landing root: ``source_file`` (event_id uses the content's fingerprint)
     source: str  # format name
     timezone: str
     consumer_group: str | None
@@ -179,13 +180,24 @@ def _catalog(spark: SparkSession, rows: list[tuple[str, str, str, str, str | Non
     return spark.sql(f"SELECT {cols}, CAST(col6 AS ARRAY<BIGINT>) AS gaps FROM VALUES {values}")
 
 
-def instance_table(spark: SparkSession, files: list[SourceFile]) -> DataFrame:
-    """``source_file, instance`` of ``files`` as an inline table (joined to the few event and binding rows)."""
+def instance_table(
+    spark: SparkSession, files: list[SourceFile], fingerprints: dict[str, str] | None = None
+) -> DataFrame:
+    """``source_file, instance`` of ``files`` as an inline table (joined to the few event and binding rows), and
+    ``fingerprint`` when ``fingerprints`` (``source_file`` -> ``ingest_check`` fingerprint) is given: the file
+    part of ``event_id``, joined here rather than carried on every line read (null for a file not read)."""
+    names = ["source_file", "instance"] + (["fingerprint"] if fingerprints is not None else [])
+    cols = ", ".join(f"CAST(col{i} AS STRING) AS {n}" for i, n in enumerate(names, 1))
     if not files:
-        return spark.sql("SELECT CAST(NULL AS STRING) AS source_file, CAST(NULL AS STRING) AS instance WHERE false")
-    values = ", ".join(f"({sql_str(f.rel)}, {sql_str(f.instance)})" for f in files)
-    cols = "CAST(col1 AS STRING) AS source_file, CAST(col2 AS STRING) AS instance"
-    return spark.sql(f"SELECT {cols} FROM VALUES {values}")
+        return spark.sql(f"SELECT {', '.join(f'CAST(NULL AS STRING) AS {n}' for n in names)} WHERE false")
+
+    def row(f: SourceFile) -> str:
+        values = [sql_str(f.rel), sql_str(f.instance)]
+        if fingerprints is not None:
+            values.append(sql_str(fingerprints[f.rel]) if f.rel in fingerprints else "NULL")
+        return "(" + ", ".join(values) + ")"
+
+    return spark.sql(f"SELECT {cols} FROM VALUES {', '.join(row(f) for f in files)}")
 
 
 def read_lines(

@@ -70,6 +70,7 @@ def _finish_record_lines(df: DataFrame, ds: str, day_zone: str) -> DataFrame:
         ).alias("reason"),
         F.when(is_q, F.col("raw0")).alias("raw"),
         F.when(F.col("category") == "event", F.col("events")).otherwise(no_events()).alias("events"),
+        F.when(F.col("category") == "event", F.col("line_hash")).alias("line_hash"),
         F.when(F.col("category").isin("event", "quarantined"), F.col("bad")).otherwise(no_bad()).alias("bad"),
         (F.size("all_events") - F.size("events")).alias("other_date_events"),
         no_bind(),
@@ -98,6 +99,7 @@ def classify_trace_lines(lines: DataFrame, ds: str, day_zone: str = "UTC") -> Da
         F.when(hostile.isNull() & (F.trim(line) == ""), F.lit("blank line")).alias("ignored_kind"),
         hostile.alias("q_reason"),
         capped(F.make_valid_utf8(F.substring(line, 1, P.RAW_CAP))).alias("raw0"),
+        F.xxhash64(line).alias("line_hash"),  # the line's own text in event_id (nulled unless it is an event)
         good.alias("all_events"),
         bad.alias("bad"),
         F.lit(None).cast("date").alias("own_date"),
@@ -131,6 +133,7 @@ def classify_dump_lines(lines: DataFrame, ds: str, day_zone: str = "UTC") -> Dat
         "line_no",
         hostile.alias("hostile"),
         capped(F.make_valid_utf8(F.substring(line, 1, P.RAW_CAP))).alias("raw0"),
+        F.xxhash64(line).alias("line_hash"),  # the line's own text in event_id (nulled unless it is an event)
         F.from_json(safe, DUMP_SCHEMA, {"mode": "PERMISSIVE"}).alias("j"),
         (F.trim(F.coalesce(safe, F.lit("x"))) == "").alias("blank"),
     )
@@ -162,6 +165,7 @@ def classify_dump_lines(lines: DataFrame, ds: str, day_zone: str = "UTC") -> Dat
         "source_file",
         "line_no",
         "raw0",
+        "line_hash",
         F.when(F.col("blank"), F.lit("blank line")).alias("ignored_kind"),
         q_reason.alias("q_reason"),
         F.when(q_reason.isNotNull() | F.col("blank"), no_events())

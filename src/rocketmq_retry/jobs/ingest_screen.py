@@ -41,6 +41,7 @@ SCREEN_COLUMNS = (
     "thread",
     "bind",
     "cont",
+    "line_hash",
 )
 
 # Carried unchanged through every step of the screen.
@@ -330,6 +331,8 @@ def _categorize(df: DataFrame) -> DataFrame:
         # a binding counts only on a line that is what it looks like: a head line with its timestamp
         "IF(branch = 3, bind, NULL) AS bind",
         "cont",
+        # the line's own text in event_id (ingest_parse.events_of): hashed only on the few lines that may be events
+        "IF(branch = 2, xxhash64(safe), NULL) AS line_hash",
     )
 
 
