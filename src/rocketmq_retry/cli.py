@@ -80,7 +80,12 @@ def _main_of(command: str) -> Callable[[list[str]], int]:
 def run_main(argv: Sequence[str]) -> int:
     parser = argparse.ArgumentParser(prog=f"{PROG} run", description=f"{', '.join(RUN_STEPS)} for one date.")
     parser.add_argument("--date", required=True, type=date_arg, help="the date partition, YYYY-MM-DD")
-    parser.add_argument("--landing", required=True, help="root of the collected log files")
+    parser.add_argument(
+        "--landing",
+        required=True,
+        help="root of the collected log files; {ds} stands for the date (landing/{ds}: one folder per date, and "
+        "ingest catches up the earlier dates the reconstruction reads)",
+    )
     parser.add_argument("--warehouse", required=True, help="root of the Parquet tables")
     parser.add_argument("--config", help="config file (default: $ROCKETMQ_RETRY_CONFIG, else built-in defaults)")
     ns = parser.parse_args(list(argv))
