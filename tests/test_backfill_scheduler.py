@@ -53,7 +53,7 @@ AIRFLOW = str(pathlib.Path(sys.executable).parent / "airflow")
 def _estate(landing_root: pathlib.Path, config_root: pathlib.Path) -> tuple[list[str], pathlib.Path]:
     """The dates' landing folders under ``landing_root`` and the config in ``config_root``."""
     if (ESTATE / "landing").is_dir():
-        dates = sorted(p.name for p in (ESTATE / "landing").iterdir() if p.is_dir())
+        dates = sorted(p.name for p in (ESTATE / "landing").iterdir() if p.is_dir() and not p.name.startswith("_"))
         configs = sorted(ESTATE.glob("*.yaml"))
         assert dates and configs, f"{ESTATE} has no dates under landing/ or no *.yaml config"
         for ds in dates:
