@@ -293,6 +293,8 @@ def test_plugin_loads_and_serves_data_docs_safely(tmp_path: pathlib.Path) -> Non
     assert "script-src 'self';" in csp and "sandbox allow-scripts" in csp and "allow-same-origin" not in csp
     assert page.headers["x-content-type-options"] == "nosniff"
     assert client.get("/data-docs/..%2Fsecret.txt").status_code == 404
+    assert client.get("/data-docs/index.html%00").status_code == 404  # was a 500: "embedded null byte"
+    assert client.get("/data-docs/runs/dt=2026-11-20.html%00.txt").status_code == 404
     assert client.get("/data-docs/runs/missing.html").status_code == 404
     # With authentication (as registered): no Airflow token, no page.
     assert TestClient(create_app(docs)).get("/data-docs/runs/dt=2026-11-20.html").status_code in (401, 403)

@@ -291,3 +291,26 @@ def test_ledger_rows_reloaded_when_the_ledger_changes(tmp_path: pathlib.Path) ->
         assert [(r.msg_id, r.attempts, r.last_error) for r in rows] == [("M2", 1, "HTTP 502")]
         csv_rows = list(csv.DictReader(io.StringIO("".join(ex.dead_letters_csv(L.D1, L.D1, failed)), newline="")))
         assert [(r["msg_id"], r["compensation_state"], r["attempts"]) for r in csv_rows] == [("M2", "FAILED", "1")]
+
+
+@pytest.mark.parametrize(
+    ("value", "cell"),
+    [
+        ('=HYPERLINK("http://evil.example/")', '\'=HYPERLINK("http://evil.example/")'),
+        ("+1-555", "'+1-555"),
+        ("-2+3", "'-2+3"),
+        ("@SUM(A1)", "'@SUM(A1)"),
+        ("\tx", "'\tx"),
+        ("\rx", "'\rx"),
+        ("ORDER-1", "ORDER-1"),
+        (None, ""),
+        (-1, -1),  # a number is no formula
+    ],
+)
+def test_a_csv_cell_never_runs_as_a_formula(value: object, cell: object) -> None:
+    from rocketmq_retry.explore.dead_letters import _csv_text, csv_cell
+
+    assert csv_cell(value) == cell
+    # written and read back, the value stays readable: only the leading apostrophe is added
+    [[back]] = list(csv.reader(io.StringIO(_csv_text([[csv_cell(value)]]), newline="")))
+    assert back == str(cell)

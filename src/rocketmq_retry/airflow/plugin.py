@@ -75,6 +75,8 @@ def create_app(docs_dir: pathlib.Path | None = None, *, authenticate: bool = Tru
     @app.get(DOCS_ROUTE + "/{page:path}", dependencies=dependencies)
     def docs_page(page: str) -> Response:
         root = (docs_dir or _docs_dir()).resolve()
+        if "\x00" in page:  # no file name holds a NUL byte, and the path functions refuse it with a ValueError
+            raise HTTPException(status_code=404, detail="not found")
         target = (root / page).resolve()
         # resolve() then a parent check: neither '..' nor a symlink may leave the Data Docs folder.
         if root not in target.parents or not target.is_file():

@@ -238,9 +238,23 @@ def dead_letters_csv(
             raise ExploreError(f"cannot read the warehouse {ex.warehouse}: {exc}") from None
         yield _csv_text([DEAD_LETTER_CSV_COLUMNS])
         while batch := result.fetchmany(CSV_BATCH_ROWS):
-            yield _csv_text(["" if v is None else v for v in values] for values in batch)
+            yield _csv_text([csv_cell(v) for v in values] for values in batch)
     finally:
         cur.close()
+
+
+# A spreadsheet reads a cell starting with one of these as a formula (OWASP, "CSV Injection"): a key such as
+# =HYPERLINK("http://evil.example/") would become a live link. A leading apostrophe makes it text, shown as logged.
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+
+def csv_cell(value: Any) -> Any:
+    """A value as a CSV cell: empty for null, a text that a spreadsheet would run as a formula prefixed with ``'``."""
+    if value is None:
+        return ""
+    if isinstance(value, str) and value.startswith(FORMULA_STARTS):
+        return "'" + value
+    return value
 
 
 def _csv_text(rows: Iterator[Sequence[Any]] | list[Sequence[Any]]) -> str:
