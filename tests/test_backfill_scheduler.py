@@ -13,6 +13,7 @@ the backfill.
 
 from __future__ import annotations
 
+import csv
 import datetime as dt
 import json
 import os
@@ -27,6 +28,7 @@ import uuid
 from collections.abc import Iterator
 from typing import Any
 
+import pyarrow.parquet as pq
 import pytest
 
 from conftest import ROOT
@@ -308,10 +310,6 @@ def test_backfill_of_three_dates_on_a_real_scheduler(services: dict[str, Any], m
     # date (the DLQ moves the simulator made on it), although the newest date's run did not wait for the others.
     truth = ESTATE / "landing" / "_truth" / "dead_letters_by_date.csv"
     if truth.is_file() and dates != list(SIMULATED_DATES):
-        import csv
-
-        import pyarrow.parquet as pq
-
         with truth.open(newline="") as fh:
             true = sorted(
                 (r["date"], r["consumer_group"], r["msg_id"]) for r in csv.DictReader(fh) if r["date"] in dates

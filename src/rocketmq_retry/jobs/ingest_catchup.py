@@ -58,12 +58,13 @@ def landing_layout(config: Config, landing: str, ds: str, template: str | None =
     return Layout(None, "a landing path without a date")
 
 
-def lookback_dates(config: Config, ds: str) -> list[str]:
+def lookback_dates(config: Config, ds: str, lookback_ms: int | None = None) -> list[str]:
     """The earlier dates D's reconstruction reads, oldest first: those its events look-back reaches (in the
-    config's zone) and the ``attribution.lookback_days`` before D."""
+    config's zone; ``lookback_ms``, default the configured one) and the ``attribution.lookback_days`` before D."""
     day = dt.date.fromisoformat(ds)
     start = dt.datetime.combine(day, dt.time(), tzinfo=ZoneInfo(config.timezone))
-    reached = (start - dt.timedelta(milliseconds=configured_lookback_ms(config))).date()
+    span = configured_lookback_ms(config) if lookback_ms is None else lookback_ms
+    reached = (start - dt.timedelta(milliseconds=span)).date()
     days = max((day - reached).days, config.attribution.lookback_days)
     return [(day - dt.timedelta(days=k)).isoformat() for k in range(days, 0, -1)]
 

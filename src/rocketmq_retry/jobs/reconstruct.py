@@ -232,7 +232,8 @@ def _run(args: argparse.Namespace) -> int:
         conf=s.conf,
     )
     print(f"reconstruct {args.date}: look-back {lookback_ms // 1000}s")
-    unread = [d for d in lookback_dates(config, args.date) if not committed(args.warehouse, "events", d).is_dir()]
+    earlier = lookback_dates(config, args.date, lookback_ms)
+    unread = [d for d in earlier if not committed(args.warehouse, "events", d).is_dir()]
     if unread:
         print(
             f"reconstruct {args.date}: note: no events for the earlier dates {date_ranges(unread)} (not ingested, or "
