@@ -80,7 +80,8 @@ def run_topology(
     """Simulate the topology and run the pipeline on it. ``withheld``: on the same landing, without the clients'
     own logs and without the days the applications started on (their start-up lines), as when an estate
     collects only its applications' logs: lines whose group nothing then establishes are counted, not placed."""
-    from rocketmq_retry.jobs import ingest, reconstruct
+    from rocketmq_retry.jobs.ingest import job as ingest
+    from rocketmq_retry.jobs.reconstruct import job as reconstruct
     from rocketmq_retry.simulate.cli import main as simulate
 
     config = TOPOLOGIES / f"{name}.yaml"
@@ -216,7 +217,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     p.add_argument("--json", help="write the results here as JSON")
     ns = p.parse_args(argv)
-    from rocketmq_retry.jobs.spark_session import build_spark_session
+    from rocketmq_retry.spark_session import build_spark_session
 
     spark = build_spark_session("bench-attribution", master="local[2]", driver_memory="3g")
     workdir = pathlib.Path(ns.workdir)

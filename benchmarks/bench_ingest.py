@@ -62,7 +62,7 @@ def duckdb_ingest(files: list, ds: str, zone: str, out: pathlib.Path) -> dict[st
     """The same extraction in DuckDB SQL (log formats, trace records, dumps); returns category counts."""
     import duckdb
 
-    from rocketmq_retry.jobs import ingest_patterns as P
+    from rocketmq_retry.jobs.ingest import patterns as P
 
     con = duckdb.connect()
     con.execute("SET TimeZone='UTC'")
@@ -174,7 +174,7 @@ def spark_floor(spark, files: list) -> float:  # type: ignore[no-untyped-def,typ
     driver."""
     from pyspark.sql import functions as F
 
-    from rocketmq_retry.jobs.ingest_read import read_lines
+    from rocketmq_retry.jobs.ingest.read import read_lines
 
     t0 = time.monotonic()
     head = F.col("line").substr(1, 23)
@@ -187,9 +187,9 @@ def child(args: argparse.Namespace) -> int:
     """``--child job|floor LANDING``: ``--repeat`` runs in this process's new JVM; prints their seconds as JSON
     (and, for the job, the lines it read)."""
     from rocketmq_retry.config import load_config
-    from rocketmq_retry.jobs.ingest import run_ingest
-    from rocketmq_retry.jobs.ingest_read import resolve_files
-    from rocketmq_retry.jobs.spark_session import build_spark_session
+    from rocketmq_retry.jobs.ingest.job import run_ingest
+    from rocketmq_retry.jobs.ingest.read import resolve_files
+    from rocketmq_retry.spark_session import build_spark_session
 
     what, landing = args.child
     config = load_config(args.config)
@@ -247,7 +247,7 @@ def main(argv: list[str] | None = None) -> int:
     sizes = args.lines or [1_000_000, 10_000_000]
 
     from rocketmq_retry.config import load_config
-    from rocketmq_retry.jobs.ingest_read import resolve_files
+    from rocketmq_retry.jobs.ingest.read import resolve_files
 
     config = load_config(args.config)
     work = pathlib.Path(args.workdir or tempfile.mkdtemp(prefix="bench-ingest-"))

@@ -119,7 +119,7 @@ def synthetic(base: pathlib.Path, n: int, ds: str) -> tuple[pathlib.Path, pathli
     from rocketmq_retry import contract
     from rocketmq_retry.compensation.ledger import Ledger
     from rocketmq_retry.compensation.model import Registration
-    from rocketmq_retry.jobs.partitions import write_partitions
+    from rocketmq_retry.warehouse.partitions import write_partitions
 
     types = {"string": pa.string(), "timestamp": pa.timestamp("us", tz="UTC"), "bigint": pa.int64(),
              "int": pa.int32(), "boolean": pa.bool_(), "array<string>": pa.list_(pa.string()),

@@ -290,7 +290,7 @@ def simulate(landing: pathlib.Path, size: int) -> None:
 def parquet_rows(warehouse: pathlib.Path, table: str) -> int:
     import pyarrow.parquet as pq
 
-    from rocketmq_retry.jobs.partitions import committed
+    from rocketmq_retry.warehouse.partitions import committed
 
     part = committed(warehouse, table, DS)
     return sum(pq.ParquetFile(p).metadata.num_rows for p in part.glob("*.parquet"))
@@ -299,7 +299,7 @@ def parquet_rows(warehouse: pathlib.Path, table: str) -> int:
 def lines_read(warehouse: pathlib.Path) -> int:
     import pyarrow.dataset as pads
 
-    from rocketmq_retry.jobs.partitions import committed
+    from rocketmq_retry.warehouse.partitions import committed
 
     t = pads.dataset(str(committed(warehouse, "ingest_report", DS)), format="parquet").to_table()
     return sum(
@@ -496,7 +496,7 @@ def child_duckdb(landing: str, config: str, out: str, counts_out: str) -> int:
     from bench_ingest import duckdb_ingest
 
     from rocketmq_retry.config import load_config
-    from rocketmq_retry.jobs.ingest_read import resolve_files
+    from rocketmq_retry.jobs.ingest.read import resolve_files
 
     cfg = load_config(config)
     files, _ = resolve_files(cfg, landing, DS)
@@ -607,12 +607,12 @@ def main(argv: list[str] | None = None) -> int:
     if args.spark == "connect":
         spark_steps_text = (
             f"one Spark Connect server started cold (scripts/spark-connect.sh: local[2], heap {args.connect_memory}, "
-            f"spark_apps/spark-defaults.conf), ingest and reconstruct as its clients (the jobs' cli), validate too; "
+            f"spark/spark-defaults.conf), ingest and reconstruct as its clients (the jobs' cli), validate too; "
             f"config spark: {SPARK_SETTINGS}"
         )
     else:
         spark_steps_text = (
-            f"spark-submit with the DAG's command (connection {SPARK_CONN['host']}, spark_apps/spark-defaults.conf, "
+            f"spark-submit with the DAG's command (connection {SPARK_CONN['host']}, spark/spark-defaults.conf, "
             f"config spark: {SPARK_SETTINGS}); validate local Spark with the same"
         )
     print(

@@ -28,9 +28,9 @@ from pyspark.sql import functions as F
 
 from rocketmq_retry.config import parse_config
 from rocketmq_retry.contract import partition_dir
-from rocketmq_retry.jobs import reconstruct as rc
-from rocketmq_retry.jobs.reconstruct_events import EVENTS_SCHEMA
-from rocketmq_retry.jobs.spark_session import build_spark_session
+from rocketmq_retry.jobs.reconstruct import job as rc
+from rocketmq_retry.jobs.reconstruct.events import EVENTS_SCHEMA
+from rocketmq_retry.spark_session import build_spark_session
 
 DAY = "2026-11-21"
 FAST = "1s 2s 3s 4s 5s 6s 7s 8s 9s 10s 11s 12s 13s 14s 15s 16s 17s 18s"

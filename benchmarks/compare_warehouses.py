@@ -18,8 +18,8 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import MapType
 
-from rocketmq_retry.jobs.partitions import committed
-from rocketmq_retry.jobs.spark_session import build_spark_session
+from rocketmq_retry.spark_session import build_spark_session
+from rocketmq_retry.warehouse.partitions import committed
 
 RECONSTRUCT_TABLES = ("transitions", "lifecycles", "dead_letters", "reconciliation", "unattributed")
 

@@ -10,6 +10,7 @@ from airflow.sdk import DAG, task
 from rocketmq_retry.airflow import dag_parts as parts
 from rocketmq_retry.airflow.compensation_tasks import compensate, compensation_summary, plan_compensation
 from rocketmq_retry.airflow.tasks import on_dag_failure, report, resolve_run
+from rocketmq_retry.urls import RESOLVE_TASK
 
 settings = parts.deployment_settings()
 
@@ -25,7 +26,7 @@ with DAG(
     on_failure_callback=on_dag_failure,
     doc_md=parts.DOC_MD,
 ) as dag:
-    run = task(task_id="resolve_run", retries=0)(resolve_run)()
+    run = task(task_id=RESOLVE_TASK, retries=0)(resolve_run)()
     wait = parts.landing_sensor(settings)
     ingest = parts.spark_job("ingest", settings, needs_landing=True)
     reconstruct = parts.spark_job("reconstruct", settings)

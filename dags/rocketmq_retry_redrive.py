@@ -21,7 +21,7 @@ _DATE = {"type": "string", "pattern": r"^(\d{4}-\d{2}-\d{2})?$"}
 
 
 @dag(
-    dag_id="rocketmq_retry_redrive",
+    dag_id=parts.REDRIVE_DAG_ID,
     schedule=None,
     start_date=parts.START_DATE,
     catchup=False,

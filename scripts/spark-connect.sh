@@ -58,7 +58,7 @@ start() {
 	# The jobs' own Spark settings (JVM flags for their large generated methods, ...) as spark-submit gets them.
 	nohup "$home/bin/spark-submit" --class "$CLASS" --name "rocketmq-retry Spark Connect" \
 		--master "$MASTER" --driver-memory "$MEMORY" \
-		--properties-file "$ROOT/src/rocketmq_retry/spark_apps/spark-defaults.conf" \
+		--properties-file "$ROOT/spark/spark-defaults.conf" \
 		--conf spark.master="$MASTER" \
 		--conf spark.connect.grpc.binding.address="$HOST" \
 		--conf spark.connect.grpc.binding.port="$PORT" \

@@ -82,7 +82,7 @@ def samples_dir() -> pathlib.Path:
 @pytest.fixture(scope="session")
 def spark() -> Iterator[object]:
     """One local Spark session for the whole run (chispa-style): starting one costs ~10 s."""
-    from rocketmq_retry.jobs.spark_session import build_spark_session
+    from rocketmq_retry.spark_session import build_spark_session
 
     session = build_spark_session(
         "rocketmq-retry-tests", master="local[2]", driver_memory=TEST_DRIVER_MEMORY, shuffle_partitions=2

@@ -14,7 +14,7 @@ import pyarrow.parquet as pq
 
 from rocketmq_retry import contract
 from rocketmq_retry.compensation.ledger import Ledger, Registration
-from rocketmq_retry.jobs.partitions import write_partitions
+from rocketmq_retry.warehouse.partitions import write_partitions
 
 D1, D2 = "2026-11-20", "2026-11-21"
 HOSTILE_KEY = 'a,"b"\n<script>alert(1)</script> 100%_x'

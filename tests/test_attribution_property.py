@@ -99,10 +99,11 @@ def test_no_dead_letter_on_a_wrong_group_and_every_groupless_line_counted(
     from pyspark.sql import functions as F
 
     from rocketmq_retry.config import parse_config
-    from rocketmq_retry.jobs import ingest, reconstruct
-    from rocketmq_retry.jobs.attribution import GrpcGroups, read_bindings
-    from rocketmq_retry.jobs.ingest_parse import GROUP_EVENTS, LOG_FORMATS
-    from rocketmq_retry.jobs.reconstruct_events import observations
+    from rocketmq_retry.jobs.ingest import job as ingest
+    from rocketmq_retry.jobs.ingest.parse import GROUP_EVENTS, LOG_FORMATS
+    from rocketmq_retry.jobs.reconstruct import job as reconstruct
+    from rocketmq_retry.jobs.reconstruct.attribution import GrpcGroups, read_bindings
+    from rocketmq_retry.jobs.reconstruct.events import observations
     from rocketmq_retry.simulate.cli import main as simulate
 
     config, scenario = topology

@@ -26,8 +26,9 @@ from pyspark.sql import Row
 from pyspark.testing import assertDataFrameEqual
 
 from rocketmq_retry.contract import partition_dir
-from rocketmq_retry.jobs import ingest, reconstruct
-from rocketmq_retry.jobs.reconstruct_lifecycles import Thresholds
+from rocketmq_retry.jobs.ingest import job as ingest
+from rocketmq_retry.jobs.reconstruct import job as reconstruct
+from rocketmq_retry.jobs.reconstruct.lifecycles import Thresholds
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 

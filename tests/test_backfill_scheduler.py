@@ -293,7 +293,7 @@ def test_backfill_of_three_dates_on_a_real_scheduler(services: dict[str, Any], m
 
     # the warehouse holds each date's committed partitions of both jobs (the manifest names the run that
     # committed each table), and the date's report
-    from rocketmq_retry.jobs.partitions import committed, manifest
+    from rocketmq_retry.warehouse.partitions import committed, manifest
 
     warehouse = deployment["warehouse"]
     for ds in dates:

@@ -11,12 +11,13 @@ from collections.abc import Iterator
 import pytest
 from sqlalchemy import create_engine, text
 
+from rocketmq_retry.airflow.connections import airflow_connection
 from rocketmq_retry.compensation.handlers import HttpHandler, PythonHandler, SqlHandler, build_handler, log_only
 from rocketmq_retry.compensation.model import DeadLetter, PermanentFailure, RetryableFailure
 from rocketmq_retry.compensation.ratelimit import RateLimiter
-from rocketmq_retry.compensation.routing import handler_for, route_for
 from rocketmq_retry.config import CompensationConfig, HandlerConfig, RouteConfig
 from rocketmq_retry.errors import ConfigError
+from rocketmq_retry.routing import handler_for, route_for
 from test_compensation_support import EffectServer, pg_schema_url
 
 LETTER = DeadLetter(
@@ -125,7 +126,7 @@ def test_http_through_an_airflow_connection(monkeypatch: pytest.MonkeyPatch) -> 
         }
         monkeypatch.setenv("AIRFLOW_CONN_REFUND_API", json.dumps(conn))
         cfg = HandlerConfig(type="http", conn_id="refund_api", url="/compensations")
-        handler = build_handler("refund-api", cfg)
+        handler = build_handler("refund-api", cfg, airflow_connection)
         assert handler(LETTER) == "HTTP 202"
         handler.close()
     headers = server.headers[0]
@@ -135,7 +136,13 @@ def test_http_through_an_airflow_connection(monkeypatch: pytest.MonkeyPatch) -> 
 
 def test_a_missing_airflow_connection_is_a_config_error() -> None:
     with pytest.raises(ConfigError, match="no_such_conn"):
-        build_handler("x", HandlerConfig(type="http", conn_id="no_such_conn"))
+        build_handler("x", HandlerConfig(type="http", conn_id="no_such_conn"), airflow_connection)
+
+
+def test_a_connection_without_airflow_is_a_config_error_that_says_what_to_do() -> None:
+    expected = r"'crm', and Airflow's connections cannot be read here .*give the handler a url"
+    with pytest.raises(ConfigError, match=expected):
+        build_handler("tickets", HandlerConfig(type="sql", conn_id="crm", table="tickets"))
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])
@@ -167,7 +174,7 @@ def test_sql_through_an_airflow_connection_into_an_existing_table(tmp_path, monk
     with engine.begin() as conn:
         conn.execute(text("CREATE TABLE tickets (idempotency_key TEXT PRIMARY KEY, msg_id TEXT, business_key TEXT)"))
     monkeypatch.setenv("AIRFLOW_CONN_CRM", json.dumps({"conn_type": "sqlite", "host": str(db)}))
-    handler = build_handler("tickets", HandlerConfig(type="sql", conn_id="crm", table="tickets"))
+    handler = build_handler("tickets", HandlerConfig(type="sql", conn_id="crm", table="tickets"), airflow_connection)
     assert handler(LETTER) == "inserted into tickets"
     handler.close()
     with engine.connect() as conn:
@@ -310,7 +317,9 @@ def test_connection_headers_are_masked_when_a_receiver_echoes_them(monkeypatch: 
             "extra": {"headers": {"X-Api-Key": "k-12345678", "X-Tenant-Token": "tt-87654321"}},
         }
         monkeypatch.setenv("AIRFLOW_CONN_REFUND_API", json.dumps(conn))
-        handler = build_handler("refund-api", HandlerConfig(type="http", conn_id="refund_api", max_tries=1))
+        handler = build_handler(
+            "refund-api", HandlerConfig(type="http", conn_id="refund_api", max_tries=1), airflow_connection
+        )
         with pytest.raises(RetryableFailure) as failure:
             handler(LETTER)
         handler.close()

@@ -10,8 +10,8 @@ from typing import Any
 
 from rocketmq_retry.compensation.batches import prepare
 from rocketmq_retry.compensation.model import DeadLetter
-from rocketmq_retry.compensation.routing import handler_for, matches, pattern_regex, route_for
 from rocketmq_retry.config import parse_config
+from rocketmq_retry.routing import handler_for, matches, pattern_regex, route_for
 
 PATTERNS = ["*", "order-*", "?", "[a-c]*", "[!a-c]x", "[]]", "[!]]", "[", "a[b", "[z-a]", "[!z-a]", "[a-]", "[--0]"]
 PATTERNS += ["a.b", "%RETRY%*", "x|y", "*_*", "[^a]", "a\\b", "[a\\]b", "日本*", "a**b", "[!]", "a&&b", "[&&]", ""]
@@ -36,7 +36,7 @@ def _config(routes: list[dict[str, str]], business_key: dict[str, str] | None = 
 
 
 def test_spark_column_and_batch_service_route_every_case_alike(spark: Any) -> None:
-    from rocketmq_retry.jobs.reconstruct_dead_letters import compensation_handler
+    from rocketmq_retry.jobs.reconstruct.dead_letters import compensation_handler
 
     # Each pattern once as a topic route and once as a group route, first match wins; no catch-all, and a group
     # ("zz9") that no group pattern matches, so that "no route" is reached too.
@@ -101,7 +101,7 @@ BUSINESS_KEYS: list[tuple[dict[str, str] | None, list[tuple[str | None, str | No
 
 
 def test_business_key_column(spark: Any) -> None:
-    from rocketmq_retry.jobs.reconstruct_lifecycles import business_key as business_key_column
+    from rocketmq_retry.jobs.reconstruct.lifecycles import business_key as business_key_column
 
     for business_key, cases in BUSINESS_KEYS:
         cfg = _config([{"handler": "a"}], business_key)

@@ -82,7 +82,7 @@ def test_dead_letter_reader_fields_are_contract_columns() -> None:
 @pytest.mark.spark
 @pytest.mark.slow
 def test_ingest_writers_write_the_contract(spark: Any) -> None:
-    from rocketmq_retry.jobs import ingest_parse as parse
+    from rocketmq_retry.jobs.ingest import parse
 
     line = "2026-11-20 10:00:00,000 INFO some line the parser does not know"
     lines = spark.createDataFrame(
@@ -106,8 +106,8 @@ def test_ingest_writers_write_the_contract(spark: Any) -> None:
 @pytest.mark.slow
 def test_reconstruct_writers_write_the_contract(spark: Any) -> None:
     from rocketmq_retry.config import Config
-    from rocketmq_retry.jobs.reconstruct import TABLES
-    from rocketmq_retry.jobs.reconstruct_pipeline import reconstruct
+    from rocketmq_retry.jobs.reconstruct.job import TABLES
+    from rocketmq_retry.jobs.reconstruct.pipeline import reconstruct
 
     t0 = dt.datetime(2026, 11, 20, 10, 0, 0)
     base = dict.fromkeys(contract.columns("events"))

@@ -33,12 +33,12 @@ def _missing_job() -> str | None:
     """The e2e run needs the real jobs; name whichever has not landed instead of faking success."""
     import importlib.util
 
-    for module in ("rocketmq_retry.jobs.ingest", "rocketmq_retry.jobs.reconstruct"):
+    for module in ("rocketmq_retry.jobs.ingest.job", "rocketmq_retry.jobs.reconstruct.job"):
         if importlib.util.find_spec(module) is None:
             return f"module {module} is missing"
     from rocketmq_retry.airflow.settings import load_airflow_settings
 
-    apps = load_airflow_settings().spark_apps  # the package's spark_apps/ unless the deployment names another folder
+    apps = load_airflow_settings().spark_apps  # the checkout's spark/ unless the deployment names another folder
     for entry in ("ingest.py", "reconstruct.py"):
         if not (apps / entry).is_file():
             return f"spark-submit entry {apps / entry} is missing"

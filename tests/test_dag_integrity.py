@@ -83,7 +83,7 @@ def test_spark_tasks_and_sensor(dag: Any) -> None:
         task = dag.get_task(job)
         assert isinstance(task, SparkSubmitOperator)
         assert task._conn_id == "spark_default"
-        assert task.application == str(ROOT / "src" / "rocketmq_retry" / "spark_apps" / f"{job}.py")
+        assert task.application == str(ROOT / "spark" / f"{job}.py")
         assert pathlib.Path(task.application).is_file()
     sensor = dag.get_task("wait_for_landing")
     assert sensor.deferrable and sensor.timeout == 6 * 3600 and sensor.schedule_timezone == "UTC"
@@ -309,4 +309,4 @@ def test_package_zip_is_reproducible(tmp_path: pathlib.Path) -> None:
     second = build_package_zip(tmp_path)
     assert first == second and first.read_bytes() == second.read_bytes()
     names = zipfile.ZipFile(first).namelist()
-    assert "rocketmq_retry/jobs/ingest.py" in names and not any("__pycache__" in n for n in names)
+    assert "rocketmq_retry/jobs/ingest/job.py" in names and not any("__pycache__" in n for n in names)

@@ -269,7 +269,7 @@ def test_no_ledger_is_read_only(built: dict[str, pathlib.Path], tmp_path: pathli
 def test_causes_are_the_contracts() -> None:
     from rocketmq_retry import contract
     from rocketmq_retry.explore.warehouse import CAUSES
-    from rocketmq_retry.jobs.reconciliation import CAUSES as JOB_CAUSES
+    from rocketmq_retry.jobs.reconstruct.reconciliation import CAUSES as JOB_CAUSES
 
     # one spelling in the contract, which imports no Spark: the pages never load pyspark to print a cause
     assert CAUSES is JOB_CAUSES is contract.RECONCILIATION_CAUSES

@@ -68,7 +68,7 @@ STATS = [
 
 @pytest.fixture(scope="module")
 def parsed(spark: Any) -> dict[str, list[Row]]:
-    from rocketmq_retry.jobs import ingest_parse as parse
+    from rocketmq_retry.jobs.ingest import parse
 
     files = {
         "h1/logs/rocketmqlogs/rocketmq_client.log": ("rocketmq-client-4x", "UTC", CLIENT4),

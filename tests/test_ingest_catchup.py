@@ -1,4 +1,4 @@
-"""Where the earlier dates a reconstruction reads are, and which of them ingest catches up (jobs/ingest_catchup.py,
+"""Where the earlier dates a reconstruction reads are, and which of them ingest catches up (jobs/ingest/catchup.py,
 docs/reconstruction.md "Dates and look-back"). No Spark: folders, a config and the commit manifests' folders."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import pathlib
 
 from rocketmq_retry.config import parse_config
 from rocketmq_retry.contract import partition_dir
-from rocketmq_retry.jobs.ingest_catchup import catch_up, date_ranges, landing_layout, lookback_dates
+from rocketmq_retry.jobs.ingest.catchup import catch_up, date_ranges, landing_layout, lookback_dates
 
 D = "2026-11-21"
 LOGS = {"format": "broker", "path": "*/broker*.log*"}

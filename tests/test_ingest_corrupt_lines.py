@@ -59,7 +59,7 @@ SPRING = [
 
 @pytest.fixture(scope="module")
 def classified(spark: Any) -> dict[tuple[str, int], tuple[str, str | None]]:
-    from rocketmq_retry.jobs import ingest_parse as parse
+    from rocketmq_retry.jobs.ingest import parse
 
     rows = [
         (fmt, name, i, line, "UTC", None)

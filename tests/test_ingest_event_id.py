@@ -17,7 +17,7 @@ import pytest
 
 from rocketmq_retry.config import parse_config
 from rocketmq_retry.contract import partition_dir
-from rocketmq_retry.jobs.ingest_check import FINGERPRINT_BYTES, check_file
+from rocketmq_retry.jobs.ingest.check import FINGERPRINT_BYTES, check_file
 
 D1, D2 = "2026-11-21", "2026-11-22"
 HEAD = "{ds} 23:25:0{sec},000 WARN RocketmqClient - "
@@ -52,7 +52,7 @@ def write(path: pathlib.Path, lines: list[str], gz: bool = False) -> None:
 
 
 def ingest(spark: Any, landing: pathlib.Path, wh: pathlib.Path, ds: str = D1) -> dict[str, Any]:
-    from rocketmq_retry.jobs.ingest import format_report, run_ingest
+    from rocketmq_retry.jobs.ingest.job import format_report, run_ingest
 
     result = run_ingest(spark, parse_config({"timezone": "UTC", "sources": SOURCES}), ds, str(landing), str(wh))
     events = [r.asDict() for r in spark.read.parquet(str(partition_dir(wh, "events", ds))).collect()]

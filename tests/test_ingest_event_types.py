@@ -38,9 +38,9 @@ def test_statement_with_an_event_type_outside_the_contract_is_refused(monkeypatc
 def test_ingest_sql_writes_only_contract_event_types() -> None:
     import re
 
-    from rocketmq_retry.jobs.ingest_dump import dump_event_sql
-    from rocketmq_retry.jobs.ingest_event import EVENT_FIELDS
-    from rocketmq_retry.jobs.ingest_trace import trace_records_sql
+    from rocketmq_retry.jobs.ingest.dump import dump_event_sql
+    from rocketmq_retry.jobs.ingest.event import EVENT_FIELDS
+    from rocketmq_retry.jobs.ingest.trace import trace_records_sql
 
     sql = dump_event_sql(EVENT_FIELDS) + trace_records_sql("b", "NULL", "'trace'", EVENT_FIELDS)
     written = set(re.findall(r"THEN '([A-Z_]+)'|ELSE '([A-Z_]+)'", sql))

@@ -195,7 +195,7 @@ def _rows(files: dict[str, tuple[str, str, list[str]]]) -> list[tuple[Any, ...]]
 
 @pytest.fixture(scope="module")
 def parsed(spark: Any) -> dict[str, list[Row]]:
-    from rocketmq_retry.jobs import ingest_parse as parse
+    from rocketmq_retry.jobs.ingest import parse
 
     files = {
         "c4.log": ("rocketmq-client-4x", "UTC", CLIENT4),
@@ -498,7 +498,7 @@ def test_trace_records_split(parsed: dict[str, list[Row]]) -> None:
 
 def test_trace_record_branches(spark: Any) -> None:
     """Every branch of the record parser (§7.2): Pub of 13/14/15 fields, skipped types, each bad-record reason."""
-    from rocketmq_retry.jobs import ingest_parse as parse
+    from rocketmq_retry.jobs.ingest import parse
 
     def pub(*tail: str) -> str:
         head = ["Pub", "1795303505730", "R", "PID_p", "T", "M1", "tg", "K1", "b:10911", "53", "7", "0"]
@@ -559,7 +559,7 @@ def test_trace_record_branches(spark: Any) -> None:
 
 
 def test_utc_day_range() -> None:
-    from rocketmq_retry.jobs.ingest_parse import utc_day_range
+    from rocketmq_retry.jobs.ingest.parse import utc_day_range
 
     assert utc_day_range("2026-11-20", "Asia/Shanghai") == (1795104000000, 1795104000000 + 86_400_000)
     assert utc_day_range("2026-11-21", "Europe/Berlin") == (1795215600000, 1795215600000 + 86_400_000)
@@ -587,7 +587,7 @@ def test_utc_day_range() -> None:
     ],
 )
 def test_noise_lines_dated_in_the_days_zone(spark: Any, ds: str, lines: list[str], expected: list[str]) -> None:
-    from rocketmq_retry.jobs import ingest_parse as parse
+    from rocketmq_retry.jobs.ingest import parse
 
     rows = [
         ("broker", "b.log", i + 1, f"{ts} INFO main - rocketmqHome=/opt", "Etc/GMT-8", None)

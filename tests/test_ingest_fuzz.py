@@ -2,7 +2,7 @@
 
 Two passes, bounded in time (docs/ingest.md, "Fuzzing the reader" records the inputs tried and the crashes):
 
-* hypothesis drives ``ingest_check.check_file`` over generated files (plain and gzip, whole or damaged) and
+* hypothesis drives ``ingest.check.check_file`` over generated files (plain and gzip, whole or damaged) and
   compares its line count and long lines with a plain reference model of Hadoop's ``LineRecordReader``;
 * one seeded batch of such files goes through the real Spark read: every file the check passes must be read
   without an error, with exactly the lines the check predicts (skipped ones excepted), each once. (What the
@@ -21,7 +21,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from rocketmq_retry.jobs.ingest_check import check_file
+from rocketmq_retry.jobs.ingest.check import check_file
 
 TRIED = {"check": 0, "gzip": 0, "damaged": 0, "spark_files": 0, "spark_lines": 0}
 
@@ -126,7 +126,7 @@ def test_check_file_matches_hadoop_line_model(tmp_path: pathlib.Path, seed: int,
 @pytest.mark.spark
 def test_spark_reads_what_the_check_passes(spark: Any, tmp_path: pathlib.Path) -> None:
     """Seeded batch through the real reader: no task fails, every predicted line is there once."""
-    from rocketmq_retry.jobs.ingest_read import SourceFile, read_lines
+    from rocketmq_retry.jobs.ingest.read import SourceFile, read_lines
 
     rnd = random.Random(20261121)
     cap = 64

@@ -39,7 +39,7 @@ def _tables(spark: Any, wh: pathlib.Path) -> dict[str, list[dict[str, Any]]]:
 
 @pytest.fixture(scope="module")
 def linked(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    from rocketmq_retry.jobs.ingest import format_report, run_ingest
+    from rocketmq_retry.jobs.ingest.job import format_report, run_ingest
 
     root = tmp_path_factory.mktemp("links")
     outside = root / "outside"
@@ -85,7 +85,7 @@ def test_secret_behind_a_link_is_in_no_table(linked: dict[str, Any]) -> None:
 @pytest.fixture(scope="module")
 def damaged(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     """A day with a gzip bomb, a truncated .gz, a non-gzip .gz and an over-long line, run as spark-submit does."""
-    from rocketmq_retry.jobs.ingest import cli
+    from rocketmq_retry.jobs.ingest.job import cli
 
     root = tmp_path_factory.mktemp("damaged")
     landing = root / "landing" / "app"
@@ -157,7 +157,7 @@ def test_over_long_line_is_quarantined_with_file_and_offset(damaged: dict[str, A
 
 def test_configuration_errors_exit_not_retryable(tmp_path: pathlib.Path, capsys: pytest.CaptureFixture[str]) -> None:
     from rocketmq_retry.errors import NOT_RETRYABLE_EXIT_CODE
-    from rocketmq_retry.jobs.ingest import cli
+    from rocketmq_retry.jobs.ingest.job import cli
 
     cfg = tmp_path / "c.yaml"
     cfg.write_text("timezone: UTC\n")  # no sources

@@ -54,7 +54,7 @@ def _hostile_landing(root: pathlib.Path) -> pathlib.Path:
 
 @pytest.fixture(scope="module")
 def hostile(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    from rocketmq_retry.jobs.ingest import run_ingest
+    from rocketmq_retry.jobs.ingest.job import run_ingest
 
     root = tmp_path_factory.mktemp("hostile")
     landing = _hostile_landing(root / "landing")
@@ -147,7 +147,7 @@ def test_rerun_is_identical_and_ids_survive_moving_the_landing(hostile: dict[str
 def test_failed_write_leaves_previous_partition_readable(spark: Any, hostile: dict[str, Any]) -> None:
     from pyspark.sql import functions as F
 
-    from rocketmq_retry.jobs.partitions import write_partition
+    from rocketmq_retry.warehouse.partitions import write_partition
 
     wh = hostile["wh"]
     bad = spark.range(3).select(F.when(F.col("id") == 2, F.raise_error(F.lit("crash mid-write"))).alias("x"))
@@ -158,7 +158,7 @@ def test_failed_write_leaves_previous_partition_readable(spark: Any, hostile: di
 
 
 def test_no_sources_is_a_user_error(tmp_path: pathlib.Path) -> None:
-    from rocketmq_retry.jobs.ingest import main
+    from rocketmq_retry.jobs.ingest.job import main
 
     cfg = tmp_path / "c.yaml"
     cfg.write_text("timezone: UTC\n")
@@ -167,7 +167,7 @@ def test_no_sources_is_a_user_error(tmp_path: pathlib.Path) -> None:
 
 
 def test_missing_landing_is_an_input_error(tmp_path: pathlib.Path) -> None:
-    from rocketmq_retry.jobs.ingest_read import resolve_files
+    from rocketmq_retry.jobs.ingest.read import resolve_files
 
     config = parse_config({"sources": [{"format": "broker", "path": "*.log"}]})
     with pytest.raises(InputError, match="landing directory not found"):
@@ -181,7 +181,7 @@ def test_real_samples_accounting_and_ground_truth(
 ) -> None:
     """Every file of the 4.9.4 samples balances, and every delivery ground-truth.csv lists is an event."""
     from rocketmq_retry.config import load_config
-    from rocketmq_retry.jobs.ingest import format_report, run_ingest
+    from rocketmq_retry.jobs.ingest.job import format_report, run_ingest
 
     config = load_config(pathlib.Path(__file__).parent / "data" / "samples-4.9.4.yaml")
     result = run_ingest(spark, config, DS, str(samples_dir), str(tmp_path / "wh"))

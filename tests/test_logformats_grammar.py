@@ -228,7 +228,7 @@ def test_stats_line_matches_sample(samples_dir: pathlib.Path) -> None:
 def test_parser_broker_head_reads_every_stats_and_broker_line_alike(samples_dir: pathlib.Path) -> None:
     """One grammar for the broker files: the parser's BROKER_HEAD reads each line the simulator-side regexes accept
     (the real sample's broker.log and stats.log, and the simulator's own renderings) to the same fields."""
-    from rocketmq_retry.jobs.ingest_screen import RX_BROKER
+    from rocketmq_retry.jobs.ingest.screen import RX_BROKER
 
     assert layouts.BROKER_HEAD.removesuffix(" - (.*)$") + "$" == RX_BROKER
     assert re.sub(r"\(\?P<\w+>", "(", layouts.BROKER_LINE_RE) == layouts.BROKER_HEAD
@@ -675,8 +675,8 @@ def _name_of(st: statements.Statement) -> str:
 
 def _render_and_read(fmt: str, st: statements.Statement, message: str) -> str:
     """Write ``message`` in ``fmt``'s layout as the simulator does, read it back with the parser's head regex."""
-    from rocketmq_retry.jobs import ingest_patterns as P
-    from rocketmq_retry.jobs.ingest_screen import RX_BROKER
+    from rocketmq_retry.jobs.ingest import patterns as P
+    from rocketmq_retry.jobs.ingest.screen import RX_BROKER
 
     ms = 1795303506245
     logger = st.logger or "RocketmqClient"
@@ -718,7 +718,7 @@ def test_every_statement_with_a_template_is_round_tripped() -> None:
 
 @pytest.mark.parametrize("name", sorted(_ROUND_TRIP))
 def test_simulated_statement_is_read_back_by_the_parser(name: str) -> None:
-    from rocketmq_retry.jobs import ingest_patterns as P
+    from rocketmq_retry.jobs.ingest import patterns as P
 
     st = getattr(statements, name)
     message, expected = _ROUND_TRIP[name]
@@ -750,7 +750,7 @@ def test_l_p1_literal_placeholders_of_5_2_0_still_parse() -> None:
 
 @pytest.mark.parametrize("name", sorted(_WRITTEN_ONLY_ARGS))
 def test_written_only_statement_is_claimed_by_no_parser_statement(name: str) -> None:
-    from rocketmq_retry.jobs import ingest_patterns as P
+    from rocketmq_retry.jobs.ingest import patterns as P
 
     st = getattr(statements, name)
     assert st in statements.WRITTEN_ONLY and not st.pattern

@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from rocketmq_retry.jobs import partitions as P
+from rocketmq_retry.warehouse import partitions as P
 
 DS = "2026-11-20"
 TABLES = P.JOB_TABLES["reconstruct"]
@@ -30,7 +30,7 @@ COMMITTED_FROM = STEPS.index("journal")  # from the journal on, the new run is t
 WRITER = textwrap.dedent(
     """
     import pathlib, sys
-    from rocketmq_retry.jobs.partitions import JOB_TABLES, write_partitions
+    from rocketmq_retry.warehouse.partitions import JOB_TABLES, write_partitions
 
     warehouse, ds, label = sys.argv[1:4]
 

@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
-from rocketmq_retry.jobs import partition_fs
-from rocketmq_retry.jobs import partitions as P
+from rocketmq_retry.warehouse import partition_fs
+from rocketmq_retry.warehouse import partitions as P
 
 DS = "2026-11-20"
 TABLES = P.JOB_TABLES["reconstruct"]
@@ -137,7 +137,7 @@ def test_a_killed_writer_leaves_its_lock_and_the_date_is_rolled_forward(spark: A
     code = textwrap.dedent(
         f"""
         from pyspark.sql import SparkSession
-        from rocketmq_retry.jobs import partitions as P
+        from rocketmq_retry.warehouse import partitions as P
         SparkSession.builder.master("local[1]").config("spark.ui.enabled", "false").getOrCreate()
         def writer(path):
             path.fs._create(path / "part-0.txt", "B")

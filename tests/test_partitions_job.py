@@ -13,7 +13,7 @@ import pytest
 
 from rocketmq_retry.config import parse_config
 from rocketmq_retry.contract import partition_dir
-from rocketmq_retry.jobs import partitions as P
+from rocketmq_retry.warehouse import partitions as P
 
 DS = "2026-11-21"
 TABLES = P.JOB_TABLES["ingest"]
@@ -50,7 +50,7 @@ def _state(spark: Any, wh: pathlib.Path) -> tuple[set[str], dict[str, list[tuple
 
 @pytest.mark.slow  # two Spark processes and an in-process ingest: 1.5-5 min on 2 shared cores
 def test_killed_ingest_leaves_the_date_whole(spark: Any, tmp_path: pathlib.Path) -> None:
-    from rocketmq_retry.jobs.ingest import run_ingest
+    from rocketmq_retry.jobs.ingest.job import run_ingest
 
     landing, wh, cfg = tmp_path / "landing", tmp_path / "wh", tmp_path / "c.yaml"
     (landing / "app" / "logs").mkdir(parents=True)

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from rocketmq_retry.jobs.reconciliation import unmatched
+from rocketmq_retry.jobs.reconstruct.reconciliation import unmatched
 
 M = 60_000
 

@@ -16,9 +16,9 @@ from pyspark.sql import types as T
 from pyspark.testing import assertDataFrameEqual
 
 from rocketmq_retry.config import parse_config
-from rocketmq_retry.jobs.attribution import glob_regex
-from rocketmq_retry.jobs.reconstruct import reconstruct
-from rocketmq_retry.jobs.reconstruct_events import EVENTS_SCHEMA
+from rocketmq_retry.jobs.reconstruct.attribution import glob_regex
+from rocketmq_retry.jobs.reconstruct.events import EVENTS_SCHEMA
+from rocketmq_retry.jobs.reconstruct.job import reconstruct
 
 pytestmark = pytest.mark.spark
 

@@ -12,8 +12,8 @@ from pyspark.testing import assertDataFrameEqual
 
 from rocketmq_retry.contract import partition_dir
 from rocketmq_retry.errors import NOT_RETRYABLE_EXIT_CODE
-from rocketmq_retry.jobs import reconstruct
-from rocketmq_retry.jobs.reconstruct_events import EVENTS_SCHEMA
+from rocketmq_retry.jobs.reconstruct import job as reconstruct
+from rocketmq_retry.jobs.reconstruct.events import EVENTS_SCHEMA
 
 D = "2026-11-21"
 CONFIG = """

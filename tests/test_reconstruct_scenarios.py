@@ -15,8 +15,8 @@ from pyspark.sql import types as T
 from pyspark.testing import assertDataFrameEqual
 
 from rocketmq_retry.config import parse_config
-from rocketmq_retry.jobs.reconstruct import reconstruct
-from rocketmq_retry.jobs.reconstruct_events import EVENTS_SCHEMA
+from rocketmq_retry.jobs.reconstruct.events import EVENTS_SCHEMA
+from rocketmq_retry.jobs.reconstruct.job import reconstruct
 
 pytestmark = pytest.mark.spark
 

@@ -45,7 +45,8 @@ Result = dict[tuple[str, str], tuple[str, int]]
 
 
 def run_pipeline(spark: Any, landing: pathlib.Path, config: pathlib.Path, wh: pathlib.Path, local_day: str) -> Result:
-    from rocketmq_retry.jobs import ingest, reconstruct
+    from rocketmq_retry.jobs.ingest import job as ingest
+    from rocketmq_retry.jobs.reconstruct import job as reconstruct
 
     got: dict[tuple[str, str], tuple[str, int]] = {}
     for day in run_dates(local_day):

@@ -1,7 +1,7 @@
 """Both jobs on a real Spark standalone cluster (scripts/spark-cluster.sh: a master and two workers on 127.0.0.1),
 submitted exactly as the DAG submits them (RocketMQSparkJobOperator.prepare -> SparkSubmitHook's command, with the
 package zip as --py-files), the driver here and the executors in the workers, into a ``file://`` warehouse so the
-partitions are committed through Hadoop's FileSystem API (jobs/partitions.py). Every table must equal, row by row,
+partitions are committed through Hadoop's FileSystem API (warehouse/partitions.py). Every table must equal, row by row,
 the same day run in local mode."""
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from conftest import ROOT
-from rocketmq_retry.jobs import partitions as P
+from rocketmq_retry.warehouse import partitions as P
 
 DS = "2026-11-20"
 LANDING = ROOT / "examples" / "landing"
@@ -82,14 +82,14 @@ def _submit(
 ) -> str:
     """The DAG's spark-submit for ``job``, to the cluster; returns its output."""
     from rocketmq_retry.airflow.operators import RocketMQSparkJobOperator
-    from rocketmq_retry.config_sections import SPARK_APPS
+    from rocketmq_retry.config_sections import spark_apps_default
 
     conn = {"conn_type": "spark", "host": cluster["url"], "extra": {"deploy-mode": "client"}}
     monkeypatch.setenv("AIRFLOW_CONN_SPARK_DEFAULT", json.dumps(conn))
     op = RocketMQSparkJobOperator(
         task_id=job,
         job=job,
-        apps_dir=str(SPARK_APPS),
+        apps_dir=str(spark_apps_default()),
         package_dir=str(out / "dist"),
         needs_landing=job == "ingest",
         # one 1-core executor per worker (the workers offer 1 core and 1g each)

@@ -13,7 +13,7 @@ import sys
 import pytest
 
 from conftest import ROOT
-from rocketmq_retry.jobs import partition_fs
+from rocketmq_retry.warehouse import partition_fs
 
 
 def test_the_connection_type_decides(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -76,7 +76,7 @@ def test_the_script_refuses_a_busy_port_and_starts_nothing(tmp_path: pathlib.Pat
 def test_a_classic_session_here_is_not_taken_for_the_servers(spark: object, monkeypatch: pytest.MonkeyPatch) -> None:
     """A test suite (or a notebook) may hold a classic session while a task runs on the server: validate must
     not pick it up, and must be able to build the remote one beside it."""
-    from rocketmq_retry.jobs.spark_session import active_session
+    from rocketmq_retry.spark_session import active_session
 
     monkeypatch.delenv("SPARK_REMOTE", raising=False)
     assert active_session() is spark
@@ -92,7 +92,7 @@ def test_on_the_server_a_user_error_fails_the_task_without_retries(
     import contextlib
 
     from rocketmq_retry.airflow import operators
-    from rocketmq_retry.jobs import reconstruct
+    from rocketmq_retry.jobs.reconstruct import job as reconstruct
 
     ran: list[list[str]] = []
     monkeypatch.setattr(operators, "spark_connect_url", lambda conn_id: "sc://127.0.0.1:15002/")

@@ -1,15 +1,19 @@
 """The two places the jobs' Spark settings live agree: ``spark_session.default_settings`` (a session this process
-starts: validate, tests, notebooks) and ``spark_apps/spark-defaults.conf`` (what the DAG's spark-submit, the
-Spark Connect server and the cluster's jobs read)."""
+starts: validate, tests, notebooks) and ``spark/spark-defaults.conf`` (what the DAG's spark-submit, the Spark
+Connect server and the cluster's jobs read); and the checkout's ``spark/`` is the installed package's
+``spark_apps/``, file for file."""
 
 from __future__ import annotations
 
 import pathlib
 
 from rocketmq_retry import spark_apps
-from rocketmq_retry.jobs.spark_session import JAVA_OPTIONS, default_settings
+from rocketmq_retry.config_sections import spark_apps_default
+from rocketmq_retry.spark_session import JAVA_OPTIONS, default_settings
 
-DEFAULTS_CONF = pathlib.Path(spark_apps.__file__).with_name("spark-defaults.conf")  # where the operator finds it
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+DEFAULTS_CONF = ROOT / "spark" / "spark-defaults.conf"
+PACKAGED = pathlib.Path(spark_apps.__file__).parent  # what a wheel carries (pyproject's package data)
 
 
 def _conf_file() -> dict[str, str]:
@@ -35,3 +39,16 @@ def test_drivers_and_executors_run_the_throughput_collector_with_huge_methods_co
     ):
         assert options == JAVA_OPTIONS
         assert options.split() == ["-XX:-DontCompileHugeMethods", "-XX:+UseParallelGC"]
+
+
+def test_the_checkout_spark_folder_is_the_packaged_one_file_for_file() -> None:
+    """A wheel has no top-level ``spark/``: its ``rocketmq_retry/spark_apps/`` must run the same code with the same
+    settings, so every file of one is in the other with the same bytes."""
+    top = {p.name: p.read_bytes() for p in (ROOT / "spark").iterdir() if p.is_file()}
+    packaged = {p.name: p.read_bytes() for p in PACKAGED.iterdir() if p.is_file() and p.name != "__init__.py"}
+    assert sorted(top) == ["ingest.py", "reconstruct.py", "spark-defaults.conf"]
+    assert packaged == top
+
+
+def test_a_checkout_runs_its_top_level_spark_folder() -> None:
+    assert spark_apps_default() == ROOT / "spark"

@@ -337,7 +337,7 @@ def test_committed_project_matches_the_code(gx_root: pathlib.Path) -> None:
 
 def test_every_event_type_the_ingest_job_emits_is_allowed() -> None:
     """events.event_type_allowed must follow the ingest job's vocabulary, not just DESIGN's starting list."""
-    from rocketmq_retry.jobs import ingest_patterns
+    from rocketmq_retry.jobs.ingest import patterns as ingest_patterns
     from rocketmq_retry.validation.suites import EVENT_TYPES
 
     emitted = {statement.event_type for statement in ingest_patterns.STATEMENTS}

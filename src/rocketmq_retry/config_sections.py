@@ -14,7 +14,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 PACKAGE_DIR = pathlib.Path(__file__).resolve().parent
-SPARK_APPS = PACKAGE_DIR / "spark_apps"
+SPARK_APPS = PACKAGE_DIR / "spark_apps"  # an installed package's copy of a checkout's spark/
 
 
 def check_zone(value: str) -> str:
@@ -38,12 +38,27 @@ def default_gx_root() -> str:
     return str(airflow_home_dir("expectations"))
 
 
+def _checkout_dir() -> pathlib.Path | None:
+    """The source checkout this package runs from (``src/`` layout), or None for an installed package."""
+    checkout = PACKAGE_DIR.parents[1]
+    return checkout if (checkout / "pyproject.toml").is_file() else None
+
+
+def spark_apps_default() -> pathlib.Path:
+    """A checkout's top-level ``spark/`` (the product's shape: what ``spark-submit`` runs sits where a reader looks
+    for it), else the installed package's ``spark_apps/``; the two hold the same files."""
+    checkout = _checkout_dir()
+    if checkout is not None and (checkout / "spark" / "ingest.py").is_file():
+        return checkout / "spark"
+    return SPARK_APPS
+
+
 def gx_template() -> pathlib.Path | None:
     """The committed GE project of a source checkout (generated from the code by
     ``python -m rocketmq_retry.validation.project``), or None for an installed package."""
-    checkout = PACKAGE_DIR.parents[1]
-    template = checkout / "expectations"
-    if (checkout / "pyproject.toml").is_file() and (template / "gx" / "great_expectations.yml").is_file():
+    checkout = _checkout_dir()
+    template = checkout / "expectations" if checkout is not None else None
+    if template is not None and (template / "gx" / "great_expectations.yml").is_file():
         return template
     return None
 
@@ -92,7 +107,9 @@ class AirflowSettings(BaseModel):
     max_active_runs: int = Field(1, gt=0)
     spark_conn_id: str = Field("spark_default", description="Connection naming the Spark master (host).")
     spark_apps_dir: str | None = Field(
-        None, description="Folder of the spark-submit entry files; default: the package's rocketmq_retry/spark_apps."
+        None,
+        description="Folder of the spark-submit entry files; default: a checkout's spark/, else the installed "
+        "package's rocketmq_retry/spark_apps.",
     )
     spark_conf: dict[str, str] = Field(default_factory=dict, description="Extra --conf for every spark-submit.")
 
@@ -124,7 +141,7 @@ class AirflowSettings(BaseModel):
 
     @property
     def spark_apps(self) -> pathlib.Path:
-        return pathlib.Path(self.spark_apps_dir or SPARK_APPS).resolve()
+        return pathlib.Path(self.spark_apps_dir or spark_apps_default()).resolve()
 
 
 Severity = Literal["critical", "warning"]

@@ -68,3 +68,17 @@ def parse_duration_ms(text: str, *, what: str = "--lookback") -> int:
         raise UserError(f"{what} {text!r}: use a duration such as 1d2h, 4h46m, 90m or 300s")
     d, h, m, s = (int(x or 0) for x in parts.groups())
     return (((d * 24 + h) * 60 + m) * 60 + s) * 1000
+
+
+def format_duration(ms: int) -> str:
+    """Human form of a duration: 10s, 1m40s, 4h45m40s, 250ms, 1d2h."""
+    if ms < 1000:
+        return f"{ms}ms"
+    seconds, millis = divmod(ms, 1000)
+    days, seconds = divmod(seconds, 86_400)
+    hours, seconds = divmod(seconds, 3600)
+    minutes, seconds = divmod(seconds, 60)
+    parts = [f"{v}{u}" for v, u in ((days, "d"), (hours, "h"), (minutes, "m")) if v]
+    if seconds or millis or not parts:
+        parts.append(f"{seconds}.{millis:03d}".rstrip("0") + "s" if millis else f"{seconds}s")
+    return "".join(parts)

@@ -38,9 +38,10 @@ def plan_compensation(
 
 @task(task_id="compensate", max_active_tis_per_dagrun=MAX_PARALLEL_BATCHES)
 def compensate(batch: dict[str, Any]) -> dict[str, Any]:
+    from rocketmq_retry.airflow.connections import airflow_connection
     from rocketmq_retry.compensation.batches import compensate_batch
 
-    return compensate_batch(batch, str(get_current_context()["run_id"]))
+    return compensate_batch(batch, str(get_current_context()["run_id"]), connections=airflow_connection)
 
 
 @task(task_id="compensation_summary")

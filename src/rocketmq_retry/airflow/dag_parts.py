@@ -14,6 +14,7 @@ from airflow.sdk import CronDataIntervalTimetable, Param
 from rocketmq_retry.airflow.settings import AirflowSettings, load_airflow_settings
 
 DAG_ID = "rocketmq_retry_daily"
+REDRIVE_DAG_ID = "rocketmq_retry_redrive"
 COMMON_TAGS = ["rocketmq-retry"]  # every DAG of the project: one filter in the UI finds them all
 TAGS = [*COMMON_TAGS, "rocketmq", "retry", "spark", "great-expectations"]
 START_DATE = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)

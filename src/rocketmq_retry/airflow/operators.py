@@ -19,9 +19,8 @@ from typing import Any
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 from airflow.sdk import BaseOperator, BaseSensorOperator
 
-from rocketmq_retry.airflow.links import XCOM_DOCS_PATH, DataDocsLink
-
-RESOLVE_TASK = "resolve_run"
+from rocketmq_retry.airflow.links import DataDocsLink
+from rocketmq_retry.urls import RESOLVE_TASK, XCOM_DOCS_PATH
 
 
 def run_paths(context: Any) -> dict[str, str]:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import html
 import pathlib
-import re
 from typing import Any, ClassVar
 
 from airflow.plugins_manager import AirflowPlugin
@@ -18,7 +17,8 @@ from fastapi import Depends, FastAPI, HTTPException
 from fastapi.responses import FileResponse, HTMLResponse, RedirectResponse, Response
 
 from rocketmq_retry.airflow.dag_parts import DAG_ID
-from rocketmq_retry.airflow.links import DOCS_ROUTE, URL_PREFIX, DataDocsLink, run_url
+from rocketmq_retry.airflow.links import DataDocsLink
+from rocketmq_retry.urls import DOCS_ROUTE, RUN_PAGE_RE, URL_PREFIX, run_url
 from rocketmq_retry.validation.docs_safety import SECURITY_HEADERS
 
 
@@ -32,9 +32,6 @@ def _require_dag_read() -> Any:
     from airflow.api_fastapi.core_api.security import requires_access_dag
 
     return requires_access_dag("GET", param_dag_id=DAG_ID)
-
-
-_RUN_PAGE = re.compile(r"runs/dt=(\d{4}-\d{2}-\d{2})\.html")
 
 
 def _not_yet_page(root: pathlib.Path, ds: str | None) -> str:
@@ -80,7 +77,7 @@ def create_app(docs_dir: pathlib.Path | None = None, *, authenticate: bool = Tru
         target = (root / page).resolve()
         # resolve() then a parent check: neither '..' nor a symlink may leave the Data Docs folder.
         if root not in target.parents or not target.is_file():
-            run_page = _RUN_PAGE.fullmatch(page)
+            run_page = RUN_PAGE_RE.fullmatch(page)
             if page == "index.html" or run_page:
                 return HTMLResponse(
                     _not_yet_page(root, run_page.group(1) if run_page else None), headers=SECURITY_HEADERS

@@ -13,6 +13,8 @@ import pathlib
 from collections import Counter
 from typing import Any
 
+from rocketmq_retry.urls import RESOLVE_TASK
+
 log = logging.getLogger(__name__)
 
 REPORT_TABLE = "run_reports"
@@ -65,7 +67,7 @@ def build_report(
     Sorted keys, no timestamps, and compensation as ledger totals (done now + done before) rather than what this
     run executed: the same partition always gives the same report, however often it is re-run.
     """
-    from rocketmq_retry.jobs.partitions import committed
+    from rocketmq_retry.warehouse.partitions import committed
 
     lifecycles = _read_columns(committed(warehouse, "lifecycles", ds), ["final_state", "anomalies"])
     dead = _read_columns(committed(warehouse, "dead_letters", ds), ["consumer_group", "compensable", "attribution"])
@@ -146,7 +148,7 @@ def render_report(report: dict[str, Any]) -> str:
 
 def report(**context: Any) -> dict[str, Any]:
     """Summarise the run and write it to ``<warehouse>/run_reports/dt=D/summary.json`` (replaced on re-run)."""
-    paths = context["ti"].xcom_pull(task_ids="resolve_run")
+    paths = context["ti"].xcom_pull(task_ids=RESOLVE_TASK)
     validation = context["ti"].xcom_pull(task_ids="validate")
     compensation = context["ti"].xcom_pull(task_ids="compensation_summary")
     if compensation:
@@ -173,7 +175,7 @@ def on_task_failure(context: dict[str, Any]) -> None:
     paths: dict[str, Any] = {}
     try:
         if ti is not None:
-            paths = ti.xcom_pull(task_ids="resolve_run") or {}
+            paths = ti.xcom_pull(task_ids=RESOLVE_TASK) or {}
     except Exception:  # a callback must never raise; no XCom is normal when resolve_run itself failed
         paths = {}
     log.error(

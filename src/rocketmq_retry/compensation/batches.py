@@ -21,15 +21,15 @@ from typing import Any, TypedDict
 
 from rocketmq_retry.compensation.database import resolve_ledger_url
 from rocketmq_retry.compensation.deadletters import check_date, held_for_review, read_dead_letters
-from rocketmq_retry.compensation.handlers import Handler, build_handler
+from rocketmq_retry.compensation.handlers import Connections, Handler, build_handler
 from rocketmq_retry.compensation.heartbeat import Heartbeat, lease_needed
 from rocketmq_retry.compensation.ledger import Ledger
 from rocketmq_retry.compensation.model import Claim, DeadLetter, LedgerRow, PermanentFailure, Registration, State
 from rocketmq_retry.compensation.ratelimit import RateLimiter
 from rocketmq_retry.compensation.redact import redact
-from rocketmq_retry.compensation.routing import handler_for
 from rocketmq_retry.config import Config, load_config
 from rocketmq_retry.errors import UserError
+from rocketmq_retry.routing import handler_for
 
 log = logging.getLogger("rocketmq_retry.compensation")
 
@@ -245,16 +245,20 @@ def _worker_id() -> str:
 
 
 def compensate_batch(
-    batch: Batch | dict[str, Any], run_id: str | None = None, config: ConfigLike = None
+    batch: Batch | dict[str, Any],
+    run_id: str | None = None,
+    config: ConfigLike = None,
+    connections: Connections | None = None,
 ) -> dict[str, Any]:
     """Claim and execute every outstanding dead letter of the batch; returns counts for ``summarize``.
     A handler that cannot be built (bad callable, missing Airflow connection) leaves its rows untouched and
-    fails the task after the others were done."""
+    fails the task after the others were done. ``connections``: how a handler's ``conn_id`` is looked up
+    (``airflow/connections.py``; None where Airflow is not installed)."""
     cfg = _config(config if config is not None else batch.get("config"))
     shards = int(batch.get("shards") or 1)
     shard = int(batch.get("shard") or 0)
     letters, notes = _batch_letters(batch, shard, shards)
-    run = _BatchRun(cfg, shards, run_id, notes)
+    run = _BatchRun(cfg, shards, run_id, notes, connections)
     run.counts["dead_letters"] = len(letters)
     started = dt.datetime.now(dt.UTC)
     with open_ledger(cfg, batch["warehouse"]) as ledger:
@@ -309,7 +313,10 @@ def _batch_letters(batch: Batch | dict[str, Any], shard: int, shards: int) -> tu
 class _BatchRun:
     """One batch's execution state: what it counted, the handlers it built (and could not), its worker id."""
 
-    def __init__(self, cfg: Config, shards: int, run_id: str | None, notes: list[str]) -> None:
+    def __init__(
+        self, cfg: Config, shards: int, run_id: str | None, notes: list[str], connections: Connections | None
+    ) -> None:
+        self.connections = connections
         self.cfg = cfg
         self.shards = shards
         self.run_id = run_id
@@ -344,7 +351,11 @@ class _BatchRun:
         cfg = self.cfg
         # Build the handler before claiming anything for it: a handler that cannot be built leaves its
         # rows untouched, and building (imports, Airflow connection) never eats into a lease.
-        handler = _handler(name, cfg, self.handlers, self.limiters, self.broken, self.shards) if name else None
+        handler = (
+            _handler(name, cfg, self.handlers, self.limiters, self.broken, self.shards, self.connections)
+            if name
+            else None
+        )
         if name and handler is None:
             return
         limiter = self.limiters.get(name) if name else None
@@ -407,13 +418,14 @@ def _handler(
     limiters: dict[str, RateLimiter],
     broken: dict[str, str],
     shards: int,
+    connections: Connections | None,
 ) -> Handler | None:
     """The handler, built once per batch; None (and noted in ``broken``) when it cannot be built."""
     if name in broken:
         return None
     if name not in handlers:
         try:
-            handlers[name] = build_handler(name, cfg.compensation.handlers[name])
+            handlers[name] = build_handler(name, cfg.compensation.handlers[name], connections)
         except UserError as exc:
             broken[name] = redact(str(exc)) or ""
             log.error("handler %s cannot run: %s", name, broken[name])

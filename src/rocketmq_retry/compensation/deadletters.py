@@ -12,7 +12,7 @@ from rocketmq_retry import contract
 from rocketmq_retry.compensation.model import DeadLetter
 from rocketmq_retry.dates import partition_date
 from rocketmq_retry.errors import InputError
-from rocketmq_retry.jobs.partitions import committed
+from rocketmq_retry.warehouse.partitions import committed
 
 REQUIRED = contract.KEY
 
@@ -23,7 +23,7 @@ def check_date(value: str) -> str:
 
 def partition_path(warehouse: str | os.PathLike[str], date: str) -> pathlib.Path:
     """The committed ``dead_letters`` partition: never one half-swapped by a reconstruct run that died mid-commit
-    (it is rolled forward or refused first, jobs/partitions.py)."""
+    (it is rolled forward or refused first, warehouse/partitions.py)."""
     return committed(warehouse, "dead_letters", check_date(date))
 
 

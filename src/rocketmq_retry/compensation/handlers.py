@@ -10,8 +10,9 @@ Every call is bounded by the handler's ``timeout_seconds``: per HTTP request, pe
 and for a whole python call. Every text a handler produces passes through ``redact`` first, so credentials of
 its URL or connection never reach the ledger, a log or a terminal.
 
-Airflow connections (``conn_id``) are read lazily, when a handler is first built inside a task, never at
-import or DAG-parse time.
+A handler that names an Airflow connection (``conn_id``) is handed a ``Connections`` lookup by whoever runs it
+(``airflow/connections.py`` in a task, the console script when Airflow is installed): this package never imports
+Airflow, and the connection is read when the handler is first built, never at import or DAG-parse time.
 """
 
 from __future__ import annotations
@@ -41,6 +42,26 @@ log = logging.getLogger("rocketmq_retry.compensation")
 
 # Statuses worth another try: the receiver is overloaded (429, 503), timed the request out (408) or failed (5xx).
 RETRY_STATUSES = frozenset({408, 429})
+
+
+class Connection(Protocol):
+    """What a handler reads of an Airflow connection (``airflow.sdk.Connection`` has these)."""
+
+    conn_type: str | None
+    host: str | None
+    schema: str | None
+    port: int | None
+    login: str | None
+    password: str | None
+
+    @property
+    def extra_dejson(self) -> dict[str, Any]: ...
+
+    def get_uri(self) -> str: ...
+
+
+# conn_id -> its connection; raises ConfigError when there is none.
+Connections = Callable[[str], Connection]
 
 
 class Handler(Protocol):
@@ -139,16 +160,19 @@ class PythonHandler(_Secrets):
         pass
 
 
-def _airflow_connection(conn_id: str) -> Any:
-    from airflow.sdk import BaseHook
+def _connection(cfg: HandlerConfig, connections: Connections | None) -> Connection:
+    assert cfg.conn_id
+    if connections is None:
+        raise ConfigError(
+            f"handler names the Airflow connection {cfg.conn_id!r}, and Airflow's connections cannot be read here "
+            "(Airflow is not installed): give the handler a url instead, or run compensation in Airflow"
+        )
+    return connections(cfg.conn_id)
 
-    try:
-        return BaseHook.get_connection(conn_id)
-    except Exception as exc:  # AirflowNotFoundException and friends: a config problem, not a transient one
-        raise ConfigError(f"Airflow connection {conn_id!r}: {exc}") from None
 
-
-def http_target(cfg: HandlerConfig) -> tuple[str, dict[str, str], tuple[str, str] | None]:
+def http_target(
+    cfg: HandlerConfig, connections: Connections | None = None
+) -> tuple[str, dict[str, str], tuple[str, str] | None]:
     """(url, extra headers, basic auth). With ``conn_id`` the connection gives scheme, host, port, login and
     ``extra.headers``; ``url`` is then a path (or full URL) joined to it. Credentials in the URL's userinfo
     become the basic auth (unless the connection gives one) and leave the URL."""
@@ -156,7 +180,7 @@ def http_target(cfg: HandlerConfig) -> tuple[str, dict[str, str], tuple[str, str
         assert cfg.url
         url, auth = split_userinfo(cfg.url)
         return url, {}, auth
-    conn = _airflow_connection(cfg.conn_id)
+    conn = _connection(cfg, connections)
     host = conn.host or ""
     if "://" in host:
         base = host.rstrip("/")
@@ -201,6 +225,7 @@ class HttpHandler(_Secrets):
         self,
         name: str,
         cfg: HandlerConfig,
+        connections: Connections | None = None,
         *,
         max_tries: int | None = None,
         backoff_seconds: float | None = None,
@@ -212,7 +237,7 @@ class HttpHandler(_Secrets):
 
         self.name = name
         self.rate_per_second = cfg.rate_per_second
-        self.url, self._headers, auth = http_target(cfg)
+        self.url, self._headers, auth = http_target(cfg, connections)
         # Everything that authenticates: the basic-auth password (and its header form), the URL's own userinfo
         # in whatever form the config wrote it, every header a connection configures and known secret headers.
         secrets: set[str] = set()
@@ -271,7 +296,7 @@ class HttpHandler(_Secrets):
         self._client.close()
 
 
-def sql_url(cfg: HandlerConfig) -> str:
+def sql_url(cfg: HandlerConfig, connections: Connections | None = None) -> str:
     """SQLAlchemy URL from ``url`` or from an Airflow connection (postgres, sqlite, or anything whose URI
     SQLAlchemy reads)."""
     if not cfg.conn_id:
@@ -279,7 +304,7 @@ def sql_url(cfg: HandlerConfig) -> str:
         return cfg.url
     from sqlalchemy.engine import URL
 
-    conn = _airflow_connection(cfg.conn_id)
+    conn = _connection(cfg, connections)
     kind = (conn.conn_type or "").lower()
     if kind in ("postgres", "postgresql"):
         return URL.create(
@@ -301,7 +326,7 @@ class SqlHandler(_Secrets):
     Connecting and every statement are bounded by ``timeout_seconds`` (PostgreSQL ``connect_timeout`` and
     ``statement_timeout``, SQLite's busy ``timeout``): a locked or hung database is a transient failure."""
 
-    def __init__(self, name: str, cfg: HandlerConfig) -> None:
+    def __init__(self, name: str, cfg: HandlerConfig, connections: Connections | None = None) -> None:
         from sqlalchemy import Column, Integer, MetaData, String, Table, Text, inspect
         from sqlalchemy.engine import make_url
 
@@ -312,7 +337,7 @@ class SqlHandler(_Secrets):
         self.timeout_seconds = cfg.timeout_seconds
         assert cfg.table
         schema, _, table_name = cfg.table.rpartition(".")
-        url = sql_url(cfg)
+        url = sql_url(cfg, connections)
         self._keep_secret(secret_variants(make_url(url).password))
         self.engine = create_ledger_engine(url, timeout=cfg.timeout_seconds)
         md = MetaData(schema=schema or None)
@@ -390,9 +415,10 @@ class SqlHandler(_Secrets):
         self.engine.dispose()
 
 
-def build_handler(name: str, cfg: HandlerConfig) -> Handler:
+def build_handler(name: str, cfg: HandlerConfig, connections: Connections | None = None) -> Handler:
+    """``connections``: how a ``conn_id`` is looked up (None: no Airflow here, a ``conn_id`` is a config error)."""
     if cfg.type == "python":
         return PythonHandler(name, cfg)
     if cfg.type == "http":
-        return HttpHandler(name, cfg)
-    return SqlHandler(name, cfg)
+        return HttpHandler(name, cfg, connections)
+    return SqlHandler(name, cfg, connections)

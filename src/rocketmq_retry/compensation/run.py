@@ -9,9 +9,13 @@ import json
 import logging
 import sys
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from rocketmq_retry.compensation import batches as service
 from rocketmq_retry.errors import UserError
+
+if TYPE_CHECKING:
+    from rocketmq_retry.compensation.handlers import Connections
 
 PROG = "rocketmq-retry compensate"
 
@@ -29,7 +33,8 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def main(argv: Sequence[str] | None = None, connections: Connections | None = None) -> int:
+    """``connections``: Airflow's, handed in by the console script when Airflow is installed (``cli.py``)."""
     ns = build_parser().parse_args(list(sys.argv[1:] if argv is None else argv))
     logging.basicConfig(level=logging.INFO if ns.verbose else logging.WARNING, format="%(levelname)s %(message)s")
     run_id = ns.run_id or "cli__" + dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
@@ -38,7 +43,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     failures = []
     for batch in batches:
         try:
-            summaries.append(service.compensate_batch(batch, run_id, ns.config))
+            summaries.append(service.compensate_batch(batch, run_id, ns.config, connections))
         except UserError as exc:  # a broken handler: report after the other batches ran
             failures.append(str(exc))
     summary = service.summarize(summaries)

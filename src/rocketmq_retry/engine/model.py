@@ -56,7 +56,7 @@ def dlq_topic(group: str) -> str:
 
 
 # What the engine names as the business topic when the failure does not carry it: a group's schedule is computed
-# once for all its topics, and each lifecycle puts its own topic in its place (jobs/reconstruct_transitions.py).
+# once for all its topics, and each lifecycle puts its own topic in its place (jobs/reconstruct/transitions.py).
 UNKNOWN_TOPIC = "<topic>"
 
 

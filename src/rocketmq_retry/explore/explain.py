@@ -13,9 +13,8 @@ import json
 import sys
 from collections.abc import Sequence
 
-from rocketmq_retry.cli import format_duration
 from rocketmq_retry.config import load_config
-from rocketmq_retry.dates import date_arg
+from rocketmq_retry.dates import date_arg, format_duration
 from rocketmq_retry.errors import UserError
 from rocketmq_retry.explore.model import CompensationRecord, DeadLetterRow, Story
 from rocketmq_retry.explore.warehouse import open_warehouse

@@ -24,6 +24,7 @@ from rocketmq_retry.explore.model import (
     ValidationStatus,
 )
 from rocketmq_retry.explore.values import opt_int, utc
+from rocketmq_retry.urls import run_file, run_page
 
 if TYPE_CHECKING:
     from rocketmq_retry.explore.warehouse import Explorer
@@ -196,7 +197,7 @@ def _merged(rows: list[dict[str, Any]], col: str) -> dict[str, int]:
 
 def validation(ex: Explorer, ds: str) -> ValidationStatus | None:
     site = ex.config.validation.docs_dir
-    result = site / "runs" / f"dt={ds}.json"
+    result = site / run_file(ds, ".json")
     try:
         data = json.loads(result.read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -209,6 +210,6 @@ def validation(ex: Explorer, ds: str) -> ValidationStatus | None:
         evaluated=data.get("evaluated"),
         critical_failures=list(data.get("critical_failures") or []),
         warning_failures=list(data.get("warning_failures") or []),
-        docs_page=f"runs/dt={ds}.html",
+        docs_page=run_page(ds),
         docs_root=str(site),
     )

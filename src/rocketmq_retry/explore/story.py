@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import duckdb
 
-from rocketmq_retry import cli
+from rocketmq_retry import schedule
 from rocketmq_retry.config import Config
 from rocketmq_retry.explore.model import (
     DeadLetterFilter,
@@ -37,16 +37,18 @@ EVIDENCE_DAYS_BEFORE = 1
 
 
 def expected_path_of(config: Config, group: str, topic: str | None) -> ExpectedPath:
-    """What ``rocketmq-retry schedule --group G --topic T`` prints, as data (cli.schedule_rows/_settings)."""
+    """What ``rocketmq-retry schedule --group G --topic T`` prints, as data (schedule.schedule_rows/_settings)."""
     from rocketmq_retry.engine import FailedDelivery, expected_path
 
     policy = config.group_policy(group)
     path = expected_path(
-        policy, failure=FailedDelivery(reconsume_times=0, original_topic=topic or "<topic>"), limit=cli.FOREVER_PROBE
+        policy,
+        failure=FailedDelivery(reconsume_times=0, original_topic=topic or "<topic>"),
+        limit=schedule.FOREVER_PROBE,
     )
-    rows, final = cli.schedule_rows(path, PATH_LIMIT)
+    rows, final = schedule.schedule_rows(path, PATH_LIMIT)
     return ExpectedPath(
-        settings=[tuple(kv) for kv in cli.schedule_settings(policy)],  # type: ignore[misc]
+        settings=[tuple(kv) for kv in schedule.schedule_settings(policy)],  # type: ignore[misc]
         steps=[
             ExpectedStep(
                 hop=int(r["hop"]),  # type: ignore[call-overload]
@@ -61,7 +63,7 @@ def expected_path_of(config: Config, group: str, topic: str | None) -> ExpectedP
         final=str(final["final"]),
         final_topic=None if final["topic"] is None else str(final["topic"]),
         deliveries=int(final["deliveries"]),  # type: ignore[call-overload]
-        text=cli.render_schedule_table(path, policy, PATH_LIMIT),
+        text=schedule.render_schedule_table(path, policy, PATH_LIMIT),
     )
 
 

@@ -36,7 +36,7 @@ from rocketmq_retry.explore.model import (
     Story,
 )
 from rocketmq_retry.explore.overview import CAUSES as CAUSES
-from rocketmq_retry.jobs.partitions import committed
+from rocketmq_retry.warehouse.partitions import committed
 
 LEDGER_CACHE_RANGES = 8
 _DUCK_TYPES = {

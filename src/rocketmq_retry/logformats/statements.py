@@ -10,7 +10,7 @@ One catalogue for both sides (docs/ingest.md "One grammar"): each :class:`Statem
   are also valid Python ``re`` syntax, which is how ``tests/test_logformats_grammar.py`` round-trips every
   template through them). ``pattern`` is ``""`` for a statement that is written only (:data:`WRITTEN_ONLY`).
 
-:data:`STATEMENTS` is the parser's ordered table (``jobs/ingest_patterns.py`` re-exports it): the first statement
+:data:`STATEMENTS` is the parser's ordered table (``jobs/ingest/patterns.py`` re-exports it): the first statement
 whose ``prefix`` the message starts with (or, for ``contains`` statements, that the message contains) decides the
 line's event_type; a line that matches a statement's prefix but not its full ``pattern`` is quarantined as
 truncated/malformed for that statement id.

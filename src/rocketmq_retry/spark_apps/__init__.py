@@ -1,5 +1,5 @@
-"""The files ``spark-submit`` runs (``ingest.py``, ``reconstruct.py``) and their ``spark-defaults.conf``.
+"""The installed package's copy of the checkout's top-level ``spark/``: the files ``spark-submit`` runs
+(``ingest.py``, ``reconstruct.py``) and their ``spark-defaults.conf``, so that a wheel has them too.
 
-They ship inside the package so that an installed wheel has them too (``airflow.spark_apps_dir`` defaults here);
-each is a few lines that call the job's ``main``. Nothing imports this package.
-"""
+A checkout runs ``spark/`` itself (``config_sections.spark_apps_default``); tests/test_spark_settings.py keeps the two
+folders byte for byte the same. Nothing imports this package."""

@@ -1,5 +1,8 @@
-"""spark-submit entry for the reconstruction job:
-``spark-submit src/rocketmq_retry/spark_apps/reconstruct.py --date D --warehouse WH``."""
+"""spark-submit entry for the reconstruction job (docs/reconstruction.md):
+``spark-submit --properties-file spark/spark-defaults.conf spark/reconstruct.py --date D --warehouse WH``.
+
+``spark/`` of a checkout and ``rocketmq_retry/spark_apps/`` of an installed package hold the same files
+(tests/test_spark_settings.py)."""
 
 from __future__ import annotations
 
@@ -8,6 +11,6 @@ import sys
 
 if __name__ == "__main__":
     os.environ.setdefault("SPARK_SUBMIT", "1")  # the master comes from spark-submit, not from the config
-    from rocketmq_retry.jobs.reconstruct import cli
+    from rocketmq_retry.jobs.reconstruct.job import cli
 
     sys.exit(cli(sys.argv[1:]))

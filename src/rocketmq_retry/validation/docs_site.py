@@ -34,7 +34,7 @@ from great_expectations.render.renderer.site_index_page_renderer import SiteInde
 from great_expectations.render.view.view import DefaultJinjaIndexPageView, DefaultJinjaPageView
 from jinja2 import ChoiceLoader, FileSystemLoader
 
-from rocketmq_retry.airflow.links import message_url, run_page, run_url
+from rocketmq_retry.urls import message_url, run_page, run_url
 
 TEMPLATES = pathlib.Path(__file__).with_name("docs_templates")
 EXAMPLE_ROWS = 10

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from rocketmq_retry.dates import partition_date
 from rocketmq_retry.errors import InputError, UserError
+from rocketmq_retry.urls import run_page, run_url
 from rocketmq_retry.validation.settings import ValidationSettings
 from rocketmq_retry.validation.suites import TABLES
 
@@ -116,8 +117,8 @@ class ValidationSummary:
 
 
 def partition_path(warehouse: str | os.PathLike[str], table: str, ds: str) -> pathlib.Path:
-    """The partition once its job's commit is complete (never a half-swapped set: jobs/partitions.py)."""
-    from rocketmq_retry.jobs.partitions import committed
+    """The partition once its job's commit is complete (never a half-swapped set: warehouse/partitions.py)."""
+    from rocketmq_retry.warehouse.partitions import committed
 
     return committed(warehouse, table, ds)
 
@@ -245,14 +246,12 @@ def _run_checkpoint(checkpoint: Any, frame: DataFrame, run_id: Any) -> list[tupl
 
 
 def run_page_path(docs_dir: pathlib.Path, ds: str) -> pathlib.Path:
-    return docs_dir / "runs" / f"dt={ds}.html"
+    return docs_dir / run_page(ds)
 
 
 def _write_run_page(docs_dir: pathlib.Path, summary: ValidationSummary) -> str:
     """One page per date linking its validation pages and the operator's overview of the date: what the Airflow
     extra link opens."""
-    from rocketmq_retry.airflow.links import run_url
-
     page = run_page_path(docs_dir, summary.ds)
     page.parent.mkdir(parents=True, exist_ok=True)
     status = "passed" if summary.success else "FAILED (critical)"
@@ -290,7 +289,7 @@ def run(ds: str, warehouse: str, config: Config | str | None) -> ValidationSumma
     Spark session (a Spark Connect one when ``SPARK_REMOTE`` is set), validate. The session is stopped only if
     this call started it, so an Airflow worker or a test suite that already has one keeps it."""
     from rocketmq_retry.config import Config, load_config
-    from rocketmq_retry.jobs.spark_session import active_session, build_spark_session, is_remote
+    from rocketmq_retry.spark_session import active_session, build_spark_session, is_remote
 
     partition_date(ds, what="--date")
     config = config if isinstance(config, Config) else load_config(config)

@@ -22,7 +22,6 @@ from typing import Any
 from fastapi import Depends, FastAPI, HTTPException, Request
 from fastapi.responses import Response
 
-from rocketmq_retry.airflow.links import OPS_ROUTE
 from rocketmq_retry.airflow.pages import guard
 from rocketmq_retry.airflow.pages.context import SECURITY_HEADERS, Pages, Source, deployment_source, render
 from rocketmq_retry.airflow.pages.dead_letters import dead_letters_router
@@ -30,6 +29,7 @@ from rocketmq_retry.airflow.pages.groups import groups_router
 from rocketmq_retry.airflow.pages.messages import messages_router
 from rocketmq_retry.airflow.pages.overview import overview_router
 from rocketmq_retry.airflow.pages.redrive import redrive_confs, redrive_router
+from rocketmq_retry.urls import OPS_ROUTE
 
 # Tests and the plugin reach these through this module.
 __all__ = ["OPS_ROUTE", "Source", "create_pages_app", "deployment_source", "redrive_confs"]

@@ -16,10 +16,10 @@ from fastapi import HTTPException, Request
 from fastapi.params import Depends as DependsParam
 from fastapi.responses import HTMLResponse
 
-from rocketmq_retry.airflow.links import DOCS_ROUTE, OPS_ROUTE, URL_PREFIX
 from rocketmq_retry.airflow.pages import svg
 from rocketmq_retry.dates import DateError, partition_date
 from rocketmq_retry.errors import UserError
+from rocketmq_retry.urls import DOCS_ROUTE, OPS_ROUTE, URL_PREFIX
 
 HERE = pathlib.Path(__file__).parent
 

@@ -17,9 +17,8 @@ from urllib.parse import urlsplit
 
 from fastapi import HTTPException, Request
 
-from rocketmq_retry.airflow.dag_parts import DAG_ID
+from rocketmq_retry.airflow.dag_parts import DAG_ID, REDRIVE_DAG_ID
 
-REDRIVE_DAG_ID = "rocketmq_retry_redrive"
 CSRF_FIELD = "csrf_token"
 CSRF_TTL_SECONDS = 8 * 3600  # a page left open over a working day still submits; older forms are refused
 

@@ -1,0 +1,57 @@
+"""One stored message of a ``message-dump`` line (DESIGN §6) as an event, in Spark SQL text over its parsed
+JSON column ``j`` and its topic column ``topic_`` (see ``ingest.records.classify_dump_lines``; docs/ingest.md
+has the event types)."""
+
+from __future__ import annotations
+
+from rocketmq_retry import contract
+from rocketmq_retry.jobs.ingest import patterns as P
+from rocketmq_retry.jobs.ingest.sql import epoch_ms, event_struct, nz, sql_str, when
+
+RETRY_OR_DLQ = "'^%(RETRY|DLQ)%'"
+
+
+def dump_event_sql(event_fields: tuple[tuple[str, str], ...]) -> str:
+    topic = "topic_"
+    real_topic = nz("j.properties.REAL_TOPIC")
+    is_dlq, is_retry = f"startswith({topic}, '%DLQ%')", f"startswith({topic}, '%RETRY%')"
+    is_sched = f"({topic} = 'SCHEDULE_TOPIC_XXXX')"
+    queue_id = "try_cast(j.queueId AS INT)"
+    dead_lettered, retry_enqueued, send_back, published = (
+        sql_str(contract.event_type(t)) for t in ("DEAD_LETTERED", "RETRY_ENQUEUED", "SEND_BACK", "PUBLISHED")
+    )
+    return event_struct(
+        {
+            "rec": "0",
+            "source": "'message-dump'",
+            "event_time": epoch_ms("j.storeTimestamp"),
+            "event_type": f"CASE WHEN {is_dlq} THEN {dead_lettered} WHEN {is_retry} THEN {retry_enqueued} "
+            f"WHEN {is_sched} THEN {send_back} ELSE {published} END",
+            "consumer_group": when(
+                (is_dlq, f"substring({topic}, 6)"),
+                (is_retry, f"substring({topic}, 8)"),
+                (
+                    f"{is_sched} AND {real_topic} RLIKE {RETRY_OR_DLQ}",
+                    f"regexp_replace({real_topic}, {RETRY_OR_DLQ}, '')",
+                ),
+            ),
+            "msg_id": f"coalesce({nz('j.properties.UNIQ_KEY')}, {nz('j.uniqKey')}, {nz('j.msgId')})",
+            "offset_msg_id": nz("j.offsetMsgId"),
+            "origin_msg_id": nz("j.properties.ORIGIN_MESSAGE_ID"),
+            "topic": topic,
+            "original_topic": f"coalesce({nz('j.properties.RETRY_TOPIC')}, "
+            f"CASE WHEN NOT ({is_dlq} OR {is_retry} OR {is_sched}) THEN {topic} END)",
+            "queue_id": queue_id,
+            "reconsume_times": "try_cast(j.reconsumeTimes AS INT)",
+            # the schedule topic's queue is level - 1 (§3.2); DELAY is the level the broker used
+            "delay_level": f"coalesce(try_cast({nz('j.properties.DELAY')} AS INT), "
+            f"CASE WHEN {is_sched} THEN {queue_id} + 1 END)",
+            "keys": nz("j.properties.KEYS"),
+            "tags": nz("j.properties.TAGS"),
+            "body": f"substring(j.body, 1, {P.RAW_CAP})",
+            "broker": nz("j.storeHost"),
+            "client_host": "regexp_replace(j.bornHost, '^/', '')",
+            "detail": f"CASE WHEN {real_topic} IS NOT NULL THEN concat('REAL_TOPIC=', {real_topic}) END",
+        },
+        event_fields,
+    )

@@ -1,0 +1,430 @@
+"""``rocketmq-retry ingest``: parse one date's landed logs into ``events``, ``quarantine``, ``ingest_report`` and
+``bindings``.
+
+Thin entrypoint around the pure transforms in ``ingest.parse`` (DESIGN §2, §4). Run it as
+``rocketmq-retry ingest --date D --landing L --warehouse W [--config F]`` or
+``spark-submit spark/ingest.py …``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, TextIO
+
+from rocketmq_retry.config import Config, load_config
+from rocketmq_retry.dates import date_arg
+from rocketmq_retry.errors import NOT_RETRYABLE_EXIT_CODE, UserError
+from rocketmq_retry.jobs.ingest import parse
+from rocketmq_retry.jobs.ingest import patterns as P
+from rocketmq_retry.jobs.ingest.catchup import DS, Layout, catch_up, date_ranges, landing_layout
+from rocketmq_retry.jobs.ingest.check import FileCheck, check_file
+from rocketmq_retry.jobs.ingest.read import Refused, SourceFile, instance_table, read_lines, resolve_inputs
+from rocketmq_retry.spark_session import build_spark_session, release_checkpoint
+from rocketmq_retry.warehouse.partitions import committed, write_partitions
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+# The per-line screen's fused stage is ~12.6 kB of bytecode: under this limit it runs as one whole-stage method
+# (JIT-compiled thanks to -XX:-DontCompileHugeMethods) instead of a chain of projections that copy every line
+# once per step (1.2 M lines, warm: 22.5-23.6 s vs 29.4 s end to end). Other jobs keep the session's limit.
+INGEST_HUGE_METHOD_LIMIT = "16000"
+
+
+@dataclass
+class IngestResult:
+    report: list[dict[str, Any]]
+    notes: list[str]
+    events: int
+    quarantined: int
+    seconds: float
+    files_quarantined: int = 0  # damaged files quarantined whole (not read)
+    files_refused: int = 0  # matched paths whose real path leaves the landing root
+
+
+@dataclass(frozen=True)
+class Checked:
+    """What ``check_inputs`` found: the files Spark may read, and the rows the job writes for the others."""
+
+    readable: list[SourceFile]
+    skipped: dict[str, list[int]]  # path -> 1-based numbers of the lines the read cap skips
+    long_lines: list[tuple[SourceFile, int, int, int, str]]  # file, line_no, byte_offset, size, raw
+    damaged: list[tuple[SourceFile, FileCheck]]
+    fingerprints: dict[str, str]  # source_file -> content fingerprint (ingest.check), the file part of event_id
+
+
+def long_line_reason(max_line_bytes: int) -> str:
+    """The quarantine reason of a line at or over the read cap (the screen's own 1 MB check says the same)."""
+    if max_line_bytes == P.MAX_LINE_CHARS:
+        return P.LONG_LINE_REASON
+    return f"line of {max_line_bytes} bytes or more"
+
+
+def check_inputs(files: list[SourceFile], max_line_bytes: int, max_expanded_bytes: int) -> Checked:
+    """Stream every file once in Python (``ingest.check``) before Spark reads any: damaged .gz files are set
+    aside, and the lines the read cap will skip are recorded."""
+    readable: list[SourceFile] = []
+    skipped: dict[str, list[int]] = {}
+    long_lines: list[tuple[SourceFile, int, int, int, str]] = []
+    damaged: list[tuple[SourceFile, FileCheck]] = []
+    fingerprints: dict[str, str] = {}
+    for f in files:
+        try:
+            check = check_file(f.path, max_line_bytes, max_expanded_bytes)
+        except OSError as exc:  # e.g. swapped for a link (O_NOFOLLOW) or removed since it was listed
+            check = FileCheck(damage=f"cannot read the file ({exc.strerror or exc})")
+        if check.damage:
+            damaged.append((f, check))
+            continue
+        readable.append(f)
+        fingerprints[f.rel] = check.fingerprint
+        if check.long_lines:
+            skipped[f.path] = [ln.line_no for ln in check.long_lines]
+            for ln in check.long_lines:
+                raw = ln.head.decode("utf-8", "replace")[: P.RAW_CAP]
+                long_lines.append((f, ln.line_no, ln.byte_offset, ln.size, raw))
+    return Checked(readable, skipped, long_lines, damaged, fingerprints)
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="rocketmq-retry ingest", description=__doc__.splitlines()[0])
+    p.add_argument(
+        "--date", required=True, type=date_arg, help="partition date YYYY-MM-DD (a day in the config's timezone)"
+    )
+    p.add_argument(
+        "--landing",
+        required=True,
+        help="root directory the sources' globs are relative to; {ds} in it stands for the date (landing/{ds}: "
+        "one folder per date, and the earlier dates the reconstruction reads are found and caught up)",
+    )
+    p.add_argument(
+        "--landing-template",
+        default=None,
+        help="the landing path with {ds} for the date, when --landing is already resolved (the Airflow task)",
+    )
+    p.add_argument(
+        "--no-catch-up",
+        dest="catch_up",
+        action="store_false",
+        help="do not ingest the earlier look-back dates whose landing has files but whose events are not committed",
+    )
+    p.add_argument("--warehouse", required=True, help="output root: <warehouse>/<table>/dt=<date>/")
+    p.add_argument("--config", default=None, help="YAML config (default: $ROCKETMQ_RETRY_CONFIG, else defaults)")
+    return p.parse_args(argv)
+
+
+def run_ingest(
+    spark: SparkSession, config: Config, ds: str, landing: str, warehouse: str, log: TextIO | None = None
+) -> IngestResult:
+    """Read the date's sources, write the three partitions atomically, return the per-file accounting.
+    ``log`` defaults to the stderr of the moment of the call, not of the first import (a captured, since closed
+    stream under pytest, or a redirected one in a worker)."""
+    log = log if log is not None else sys.stderr
+    started = time.monotonic()
+    files, notes, refused = resolve_inputs(config, landing, ds)
+    for note in notes:
+        print(f"ingest: note: {note}", file=log)
+    print(f"ingest: {len(files)} file(s) for {ds}", file=log)
+    checked = check_inputs(files, config.ingest.max_line_bytes, config.ingest.max_expanded_bytes)
+    for f, check in checked.damaged:
+        print(f"ingest: quarantined file {f.rel}: {check.damage}", file=log)
+    # dt=D is the calendar day D in the config's zone (as the simulator's --date); event_time stays UTC
+    zone = config.timezone
+    with _codegen_limit(spark, INGEST_HUGE_METHOD_LIMIT):
+        return _run(
+            spark, files, notes, checked, refused, config.ingest.max_line_bytes, ds, zone, warehouse, log, started
+        )
+
+
+@contextlib.contextmanager
+def _codegen_limit(spark: SparkSession, limit: str) -> Iterator[None]:
+    key = "spark.sql.codegen.hugeMethodLimit"
+    before = spark.conf.get(key, None)
+    spark.conf.set(key, limit)
+    try:
+        yield
+    finally:
+        if before is None:
+            spark.conf.unset(key)
+        else:
+            spark.conf.set(key, before)
+
+
+def _run(
+    spark: SparkSession,
+    files: list[SourceFile],
+    notes: list[str],
+    checked: Checked,
+    refused: list[Refused],
+    max_line_bytes: int,
+    ds: str,
+    zone: str,
+    warehouse: str,
+    log: TextIO,
+    started: float,
+) -> IngestResult:
+    from pyspark import StorageLevel
+
+    by_family: dict[str, list[SourceFile]] = {}
+    for f in checked.readable:
+        by_family.setdefault(parse.family(f.source), []).append(f)
+
+    def step(what: str) -> None:
+        print(f"ingest: [{time.monotonic() - started:6.1f} s] {what}", file=log, flush=True)
+
+    step("planning")
+    lines = {fam: read_lines(spark, fs, max_line_bytes, checked.skipped) for fam, fs in sorted(by_family.items())} or {
+        "log": read_lines(spark, [])
+    }
+    kept: list[DataFrame] = []
+
+    def keep(df: DataFrame, what: str) -> DataFrame:
+        # Materialise once and cut the lineage: each later reader scans stored rows instead of recomputing the
+        # classifier, and the outputs' plans ship a scan, not its expression tree (a task binary over 1 MB).
+        step(what)
+        df = df.localCheckpoint(eager=True, storageLevel=StorageLevel.MEMORY_AND_DISK)
+        kept.append(df)
+        return df
+
+    try:
+        classified = parse.classify_families(lines, ds, zone, tuple(sorted({f.timezone for f in files})), keep)
+        instances = instance_table(spark, files, checked.fingerprints)
+        long_q, long_lines = _long_line_rows(spark, checked, max_line_bytes, ds)
+        quarantine = parse.quarantine_of(classified).unionByName(long_q).unionByName(_damaged_rows(spark, checked))
+        groups = keep(parse.line_groups(classified.unionByName(long_lines)), "counting lines per file")
+        # the same content read twice (two paths in the landing) gives the same event ids: written once, counted
+        events, duplicates = parse.dedup_events(
+            parse.events_of(classified, instances), parse.shared_fingerprints(files, checked.fingerprints), keep
+        )
+        report_df = parse.with_duplicates(parse.report_of(groups), duplicates)
+        report_df = report_df.unionByName(_file_report_rows(spark, checked, refused))
+        # the four tables are committed together: a crash leaves all of them from the previous run or all new
+        tables = {
+            "events": events,
+            "quarantine": quarantine,
+            "ingest_report": report_df.coalesce(1),
+            "bindings": parse.bindings_of(groups, instances).coalesce(1),
+        }
+        write_partitions(warehouse, ds, tables, job="ingest", log=step)
+        # a few rows: sorted here rather than by a Spark sort (two more jobs)
+        report = sorted(
+            (
+                r.asDict(recursive=True)
+                for r in spark.read.parquet(str(committed(warehouse, "ingest_report", ds))).collect()
+            ),
+            key=lambda r: (r["source"], r["source_file"]),
+        )
+        step("done")
+    finally:
+        for df in reversed(kept):  # a later checkpoint may be built on an earlier one
+            release_checkpoint(df)
+    return IngestResult(
+        report=report,
+        notes=notes,
+        events=sum(r["event_rows"] or 0 for r in report),
+        quarantined=sum(r["quarantined"] or 0 for r in report),
+        seconds=time.monotonic() - started,
+        files_quarantined=len(checked.damaged),
+        files_refused=len(refused),
+    )
+
+
+def _long_line_rows(spark: SparkSession, checked: Checked, cap: int, ds: str) -> tuple[DataFrame, DataFrame]:
+    """The lines the read cap skipped: (quarantine rows with their byte offset, LINE_COLUMNS rows for the
+    accounting). They are counted on the run's date: their own timestamp, if any, was not read."""
+    from pyspark.sql import functions as F
+
+    reason = long_line_reason(cap)
+    q = [(f.source, f.rel, line_no, raw, reason, offset) for f, line_no, offset, _, raw in checked.long_lines]
+    quarantine = spark.createDataFrame(q, parse.QUARANTINE_DDL)
+    lines = quarantine.select(
+        "source",
+        "source_file",
+        "line_no",
+        F.lit(ds).cast("date").alias("line_date"),
+        F.lit("quarantined").alias("category"),
+        F.lit(None).cast("string").alias("kind"),
+        "reason",
+        "raw",
+        F.array().cast(f"array<{parse.EVENT_STRUCT_DDL}>").alias("events"),
+        F.lit(None).cast("long").alias("line_hash"),
+        F.array().cast(f"array<{parse.BAD_STRUCT_DDL}>").alias("bad"),
+        F.lit(0).alias("other_date_events"),
+        F.lit(None).cast(parse.BIND_DDL).alias("bind"),
+    )
+    return quarantine, lines
+
+
+def _damaged_rows(spark: SparkSession, checked: Checked) -> DataFrame:
+    """One quarantine row per damaged file: no line number and no raw text (nothing of it was read)."""
+    rows = [(f.source, f.rel, None, None, c.damage, c.damage_offset) for f, c in checked.damaged]
+    return spark.createDataFrame(rows, parse.QUARANTINE_DDL)
+
+
+def _file_report_rows(spark: SparkSession, checked: Checked, refused: list[Refused]) -> DataFrame:
+    """ingest_report rows of the files that were not read: damaged (quarantined whole) and refused ones."""
+    zero = (0,) * 10
+    rows = [(f.rel, f.source, *zero, None, None, "quarantined", c.damage, 0, None) for f, c in checked.damaged]
+    rows += [(r.rel, r.source, *zero, None, None, "refused", r.reason, 0, None) for r in refused]
+    return spark.createDataFrame(rows, parse.REPORT_DDL)
+
+
+def format_report(report: list[dict[str, Any]]) -> str:
+    """The accounting table printed at the end of a run (one row per file, then totals)."""
+    headers = (
+        "file",
+        "format",
+        "lines",
+        "events",
+        "ignored",
+        "contin.",
+        "quarant.",
+        "other-day",
+        "event rows",
+        "unattrib.",
+    )
+    read = [r for r in report if r.get("file_status", "read") == "read"]
+    rows = [
+        (
+            r["source_file"],
+            r["source"],
+            r["lines_read"],
+            r["events"],
+            r["ignored"],
+            r["continuation"],
+            r["quarantined"],
+            r["other_date"],
+            r["event_rows"],
+            r["unattributed_events"],
+        )
+        for r in read
+    ]
+    totals = ("TOTAL", "", *(sum(int(row[i] or 0) for row in rows) for i in range(2, len(headers))))
+    table = [headers, *rows, totals]
+    widths = [max(len(str(row[i])) for row in table) for i in range(len(headers))]
+    lines = []
+    for k, row in enumerate(table):
+        lines.append(
+            "  ".join(
+                str(v).ljust(w) if i < 2 else str(v).rjust(w) for i, (v, w) in enumerate(zip(row, widths, strict=True))
+            )
+        )
+        if k in (0, len(table) - 2):
+            lines.append("  ".join("-" * w for w in widths))
+    unbalanced = [
+        r["source_file"]
+        for r in read
+        if r["lines_read"] != r["events"] + r["ignored"] + r["continuation"] + r["quarantined"]
+    ]
+    lines.append(
+        "accounting: lines = events + ignored + continuation + quarantined for every file"
+        if not unbalanced
+        else f"accounting does NOT balance for: {', '.join(unbalanced)}"
+    )
+    # quarantined lines by reason (all files), then by file and reason: what to look at first
+    by_reason: dict[str, int] = {}
+    for r in read:
+        for reason, n in (r.get("quarantined_by_reason") or {}).items():
+            by_reason[reason] = by_reason.get(reason, 0) + n
+    if by_reason:
+        lines.append("quarantined lines by reason:")
+        lines += [f"  {n:>8}  {reason}" for reason, n in sorted(by_reason.items(), key=lambda kv: (-kv[1], kv[0]))]
+        lines.append("quarantined lines by file:")
+        for r in read:
+            for reason, n in sorted((r.get("quarantined_by_reason") or {}).items()):
+                lines.append(f"  {n:>8}  {r['source_file']}: {reason}")
+    # the same content read twice: its event rows are in the events table once, under the first file
+    copies = [r for r in read if r.get("duplicate_events")]
+    if copies:
+        lines.append(
+            f"event rows not written again (the same lines read from another file of the day): "
+            f"{sum(r['duplicate_events'] for r in copies)}"
+        )
+        lines += [
+            f"  {r['duplicate_events']:>8}  {r['source_file']}: same lines as {', '.join(r['duplicate_of'] or [])}"
+            for r in copies
+        ]
+    # files not read at all: named one by one
+    for status, title in (("quarantined", "files quarantined whole (not read)"), ("refused", "files refused")):
+        hit = [r for r in report if r.get("file_status") == status]
+        if hit:
+            lines.append(f"{title}: {len(hit)}")
+            lines += [f"  {r['source_file']} ({r['source']}): {r['file_reason']}" for r in hit]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    config = load_config(args.config)
+    layout = landing_layout(config, args.landing, args.date, args.landing_template)
+    landing = args.landing.replace(DS, args.date)
+    if not config.sources:  # fail before paying for a Spark session
+        resolve_inputs(config, landing, args.date)
+
+    spark = build_spark_session(
+        "rocketmq-retry-ingest",
+        master=None if _under_spark_submit() else config.spark.master,
+        driver_memory=config.spark.driver_memory,
+        shuffle_partitions=config.spark.shuffle_partitions,
+        conf=config.spark.conf,
+    )
+    result = run_ingest(spark, config, args.date, landing, args.warehouse)
+    _print_result(args.date, result)
+    if args.catch_up:
+        _catch_up(spark, config, layout, args.warehouse, args.date)
+    return 0
+
+
+def _print_result(ds: str, result: IngestResult) -> None:
+    print(format_report(result.report))
+    print(
+        f"ingest {ds}: {result.events} events, {result.quarantined} quarantined lines, "
+        f"{result.files_quarantined} files quarantined, {result.files_refused} refused, {result.seconds:.1f} s"
+    )
+
+
+def _catch_up(spark: SparkSession, config: Config, layout: Layout, warehouse: str, ds: str) -> None:
+    """Ingest the earlier dates D's reconstruction reads that have landing files but no committed events
+    (``ingest.catchup``), so that D's tables do not depend on the order in which dates ran."""
+    todo = catch_up(config, layout, warehouse, ds)
+    if todo.missing:
+        print(
+            f"ingest {ds}: note: no events for the earlier dates {date_ranges(todo.missing)}, which the "
+            f"reconstruction of {ds} reads; {layout.how} names no date, so their landing cannot be found: if it held "
+            "data for them, ingest them first (or give --landing as a path with {ds})"
+        )
+    for i, d in enumerate(todo.pending, 1):
+        if committed(warehouse, "events", d).is_dir():  # another run ingested it meanwhile
+            continue
+        folder = layout.folder(d)
+        assert folder is not None  # pending dates come from a dated layout
+        print(f"ingest {ds}: catching up {d} ({i} of {len(todo.pending)}), which its reconstruction reads", flush=True)
+        _print_result(d, run_ingest(spark, config, d, folder, warehouse))
+
+
+def _under_spark_submit() -> bool:
+    import os
+
+    return "SPARK_SUBMIT" in os.environ or os.environ.get("PYSPARK_GATEWAY_PORT") is not None
+
+
+def cli(argv: list[str] | None = None) -> int:
+    """``main`` with UserError turned into one line on stderr (for spark-submit, which has no dispatcher).
+
+    A UserError exits with NOT_RETRYABLE_EXIT_CODE: the Airflow task fails without retries (a retry re-reads the
+    same config and input). Damaged input files do not fail the run at all: they are quarantined.
+    """
+    try:
+        return main(argv)
+    except UserError as exc:
+        print(f"rocketmq-retry: {exc}", file=sys.stderr)
+        return NOT_RETRYABLE_EXIT_CODE
+
+
+if __name__ == "__main__":
+    raise SystemExit(cli())

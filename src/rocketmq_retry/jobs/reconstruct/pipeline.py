@@ -1,0 +1,117 @@
+"""The whole reconstruction transform for one day: events (D plus look-back) -> transitions, lifecycles,
+dead_letters, reconciliation and unattributed (DESIGN §4), wiring the steps of the ``reconstruct_*`` modules.
+
+1. ``reconstruct.events.observations``: events conformed, identities linked, each row classified as evidence.
+2. ``reconstruct.facts``: one aggregation per (group, msg_id, attempt), per message and per lifecycle.
+3. ``reconstruct.tables.engine_tables``: the engine's answers, asked once per (group, reconsume_times, variant)
+   on the driver and broadcast; ``reconstruct.attempts.attempt_plan`` joins them to every attempt.
+4. ``reconstruct.transitions``, ``reconstruct.lifecycles``, ``reconstruct.dead_letters``, ``reconciliation``.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass, field
+from zoneinfo import ZoneInfo
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from rocketmq_retry.config import Config
+from rocketmq_retry.jobs import lifecycle_schedule as sched
+from rocketmq_retry.jobs.reconstruct.attempts import attempt_plan
+from rocketmq_retry.jobs.reconstruct.attribution import GrpcGroups, unattributed_of
+from rocketmq_retry.jobs.reconstruct.dead_letters import dead_letters_from
+from rocketmq_retry.jobs.reconstruct.events import observations
+from rocketmq_retry.jobs.reconstruct.facts import KEY, attempt_facts, lifecycle_rows, message_facts
+from rocketmq_retry.jobs.reconstruct.lifecycles import Thresholds, lifecycles_from, lifecycles_table
+from rocketmq_retry.jobs.reconstruct.reconciliation import reconciliation
+from rocketmq_retry.jobs.reconstruct.tables import engine_tables, subscriptions
+from rocketmq_retry.jobs.reconstruct.transitions import TRANSITION_COLUMNS, transitions_from
+
+
+@dataclass
+class Outputs:
+    transitions: DataFrame
+    lifecycles: DataFrame
+    dead_letters: DataFrame
+    reconciliation: DataFrame
+    unattributed: DataFrame
+    observations: DataFrame  # the linked, classified events (cached), for the run's evidence report
+    report: dict[str, object] = field(default_factory=dict)
+    cached: list[DataFrame] = field(default_factory=list)  # intermediate results this run cached
+
+    def release(self) -> None:
+        """Unpersist the cached intermediates: a session that outlives the run (tests, a notebook) keeps no
+        cached blocks per date it reconstructed."""
+        from rocketmq_retry.spark_session import release_checkpoint
+
+        # the later frames are built on the earlier ones: released first, while what they stand on still exists
+        for frame in reversed(self.cached):
+            release_checkpoint(frame)  # a cached frame is unpersisted, a local checkpoint's RDD released
+
+
+def day_bounds(day: str, zone: str = "UTC") -> tuple[int, int]:
+    """Epoch ms of D's start and end: dt=D is the calendar day D in the configuration's zone (as ingest writes it)."""
+    tz = ZoneInfo(zone)
+    start = dt.datetime.fromisoformat(day).replace(tzinfo=tz)
+    end = (dt.datetime.fromisoformat(day) + dt.timedelta(days=1)).replace(tzinfo=tz)
+    return int(start.timestamp() * 1000), int(end.timestamp() * 1000)
+
+
+def _checkpoint(df: DataFrame) -> DataFrame:
+    from pyspark import StorageLevel
+
+    return df.localCheckpoint(eager=True, storageLevel=StorageLevel.MEMORY_AND_DISK)
+
+
+def reconstruct(
+    spark: SparkSession,
+    events: DataFrame,
+    config: Config,
+    day: str,
+    *,
+    horizon_ms: int | None = None,
+    thresholds: Thresholds | None = None,
+    bindings: DataFrame | None = None,
+) -> Outputs:
+    """All outputs for ``day`` from ``events`` (D plus look-back rows; a ``dt`` column marks partitions,
+    else the UTC date of event_time does). ``horizon_ms`` is the end of observation (default: the latest
+    event_time read), after which expected hops are pending rather than missing. ``bindings``: what the
+    instances' start-up and client-log lines say about their groups (``attribution.read_bindings``)."""
+    th = thresholds or Thresholds()
+    zone = config.timezone
+    orderly = tuple(g for g in config.groups if sched.group_mode(config.group_policy(g)) == "ORDERLY")
+    # A local checkpoint, not a cache: every later plan then starts from stored rows instead of carrying (and
+    # matching against the cache, and printing for Spark's listeners) the linking and attribution plan
+    obs = _checkpoint(
+        observations(events, day, zone, tuple(config.groups), orderly, bindings=bindings, grpc=GrpcGroups.of(config))
+    )
+    bounds = day_bounds(day, zone)
+    row = obs.agg(F.max("t_ms").alias("h"), F.max(F.when(~F.col("in_day"), F.col("t_ms"))).alias("before")).collect()[0]
+    if horizon_ms is None:
+        horizon_ms = int(row["h"] or bounds[1])
+    # What the run before D saw: its end of observation is the latest event before D. A lifecycle not settled
+    # by then is carried into D (and settled, or carried on, by D's evidence and D's horizon).
+    carry_after_ms = min(int(row["before"]), bounds[0] - 1) if row["before"] is not None else bounds[0] - 1
+    schedule, groups, summaries = engine_tables(spark, config, obs)
+    af = attempt_facts(obs)
+    mf = message_facts(obs)
+    lc = lifecycle_rows(obs, mf, groups, subscriptions(spark, config, bindings)).cache()
+    plan = attempt_plan(lc, af, schedule, horizon_ms)
+    plan = plan.cache()
+    trans_full = transitions_from(plan, lc).cache()
+    life = lifecycles_from(lc, plan, trans_full, th, horizon_ms, carry_after_ms).cache()
+    written = life.where(F.col("written"))
+    keys = written.select(*KEY)
+    transitions = trans_full.join(keys, KEY, "left_semi").select(*TRANSITION_COLUMNS)
+    lifecycles = lifecycles_table(written, config)
+    dead_letters = dead_letters_from(written, config, bounds, carry_after_ms)
+    group_topics = written.select("consumer_group", F.col("original_topic").alias("topic")).distinct()
+    plan_written = plan.join(keys, KEY, "left_semi")
+    recon = reconciliation(spark, obs, transitions, plan_written, groups, group_topics, bounds, horizon_ms)
+    report = {"groups": [s.group for s in summaries], "horizon_ms": horizon_ms, "carry_after_ms": carry_after_ms}
+    unattributed = unattributed_of(obs.where(F.col("in_day")), config)
+    return Outputs(
+        transitions, lifecycles, dead_letters, recon, unattributed, obs, report, [obs, lc, plan, trans_full, life]
+    )
