@@ -1,5 +1,6 @@
 """The house's shape (docs/DESIGN.md §3): no import cycle, no arrow that climbs a floor, Airflow imported by the
-``airflow`` room only, and the brief's top level."""
+``airflow`` room only, one spelling for each name of the contract, the engine and the ledger, and the brief's top
+level."""
 
 from __future__ import annotations
 
@@ -37,6 +38,26 @@ def test_the_package_has_no_cycle_no_upward_arrow_and_no_airflow_outside_its_roo
     )
     assert result.returncode == 0, result.stdout + result.stderr
     assert "cycles: 0\nupward arrows: 0\nmodules outside airflow/ that import Airflow: 0" in result.stdout
+
+
+def test_no_name_of_the_contract_the_engine_or_the_ledger_is_spelled_twice() -> None:
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "stray_literals.py"), "--check"], capture_output=True, text=True
+    )
+    assert result.returncode == 0 and result.stdout.startswith("stray literals: 0 in 0 files"), result.stdout
+
+
+def test_the_literal_reader_finds_a_stray_event_type(tmp_path: pathlib.Path) -> None:
+    package = tmp_path / "src" / "rocketmq_retry"
+    (package / "jobs").mkdir(parents=True)
+    (package / "jobs" / "x.py").write_text('"""CONSUME_FAILED in prose is fine."""\nKIND = "CONSUME_FAILED"\n')
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "stray_literals.py"), "--root", str(tmp_path), "--vocabulary-root",
+         str(ROOT), "--check"],
+        capture_output=True, text=True,
+    )  # fmt: skip
+    assert result.returncode == 1
+    assert "jobs/x.py:2: 'CONSUME_FAILED', event type (contract.EventType)" in result.stdout
 
 
 _NO_AIRFLOW = """

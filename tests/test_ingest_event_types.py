@@ -11,9 +11,10 @@ from rocketmq_retry.logformats import statements
 
 
 def test_event_type_accepts_the_contract_and_refuses_anything_else() -> None:
-    assert contract.event_type("DEAD_LETTERED") == "DEAD_LETTERED"
-    with pytest.raises(ValueError, match="unknown event type 'DLQ_ARRIVED'"):
-        contract.event_type("DLQ_ARRIVED")
+    assert contract.EventType("DEAD_LETTERED") is contract.EventType.DEAD_LETTERED == "DEAD_LETTERED"
+    assert contract.EVENT_TYPES[0] == "PUBLISHED" and len(contract.EVENT_TYPES) == len(set(contract.EVENT_TYPES)) == 23
+    with pytest.raises(ValueError, match="'DLQ_ARRIVED' is not a valid EventType"):
+        contract.EventType("DLQ_ARRIVED")
 
 
 def test_group_and_counter_types_are_disjoint_contract_types() -> None:

@@ -10,6 +10,7 @@ tables without Spark can import this module.
 
 from __future__ import annotations
 
+import enum
 import os
 import pathlib
 from collections.abc import Mapping
@@ -30,12 +31,15 @@ __all__ = [
     "EVENT_TYPES",
     "EVIDENCE_CLASSES",
     "FINAL_STATES",
+    "HOP_STATES",
     "IN_RETRY",
     "KEY",
     "SCHEMAS",
     "UNATTRIBUTED_REASONS",
     "UNKNOWN",
     "DateError",
+    "EventType",
+    "HopState",
     "columns",
     "dates_between",
     "ddl",
@@ -287,13 +291,60 @@ def partition_dir(warehouse: str | os.PathLike[str], table: str, ds: object) -> 
 # --------------------------------------------------------------------------------------------------------------
 # enumerations
 
-# events.event_type: the DESIGN §4 list, then what the ingest job added for what the formats show
-EVENT_TYPES = (
-    "PUBLISHED", "PUBLISH_RETRY", "PUBLISH_FAILED", "DELIVERED", "CONSUME_OK", "CONSUME_FAILED", "CONSUME_TIMEOUT",
-    "SEND_BACK", "SEND_BACK_FAILED", "LOCAL_RETRY", "ORDERLY_SUSPENDED", "BROADCAST_DROPPED", "POP_NACK",
-    "POP_DROPPED", "DEAD_LETTERED", "SEND_BACK_COUNT", "DLQ_COUNT", "DIRECT_CONSUME",
-    "RETRY_ENQUEUED", "TOPIC_CREATED", "SCHEDULE_ERROR", "DLQ_PUT_COUNT", "CONSUME_FAILED_COUNT",
-)  # fmt: skip
+
+class EventType(enum.StrEnum):
+    """events.event_type: the DESIGN §4 list, then what the ingest job added for what the formats show. The one
+    spelling: code names a type as ``EventType.X`` (a ``str``, so Spark literals and SQL text take it as is);
+    tests/test_house.py finds a type spelled as a bare literal anywhere else in the package."""
+
+    PUBLISHED = "PUBLISHED"
+    PUBLISH_RETRY = "PUBLISH_RETRY"
+    PUBLISH_FAILED = "PUBLISH_FAILED"
+    DELIVERED = "DELIVERED"
+    CONSUME_OK = "CONSUME_OK"
+    CONSUME_FAILED = "CONSUME_FAILED"
+    CONSUME_TIMEOUT = "CONSUME_TIMEOUT"
+    SEND_BACK = "SEND_BACK"
+    SEND_BACK_FAILED = "SEND_BACK_FAILED"
+    LOCAL_RETRY = "LOCAL_RETRY"
+    ORDERLY_SUSPENDED = "ORDERLY_SUSPENDED"
+    BROADCAST_DROPPED = "BROADCAST_DROPPED"
+    POP_NACK = "POP_NACK"
+    POP_DROPPED = "POP_DROPPED"
+    DEAD_LETTERED = "DEAD_LETTERED"
+    SEND_BACK_COUNT = "SEND_BACK_COUNT"
+    DLQ_COUNT = "DLQ_COUNT"
+    DIRECT_CONSUME = "DIRECT_CONSUME"
+    RETRY_ENQUEUED = "RETRY_ENQUEUED"
+    TOPIC_CREATED = "TOPIC_CREATED"
+    SCHEDULE_ERROR = "SCHEDULE_ERROR"
+    DLQ_PUT_COUNT = "DLQ_PUT_COUNT"
+    CONSUME_FAILED_COUNT = "CONSUME_FAILED_COUNT"
+
+
+EVENT_TYPES = tuple(t.value for t in EventType)
+
+
+class HopState(enum.StrEnum):
+    """transitions.from_state / to_state: where one hop of a lifecycle leaves the message (docs/reconstruction.md
+    "Transitions"), spelled once as ``EventType`` is."""
+
+    PUBLISHED = "PUBLISHED"  # the first hop's from_state
+    DELIVERED = "DELIVERED"
+    CONSUMED = "CONSUMED"
+    FAILED = "FAILED"
+    SENT_BACK = "SENT_BACK"  # consumerSendMsgBack accepted by the broker
+    REPUBLISHED = "REPUBLISHED"  # the client sent a copy itself (orderly fallback, send-back RPC failed)
+    SCHEDULED = "SCHEDULED"  # waiting in SCHEDULE_TOPIC_XXXX
+    READY = "READY"  # in the retry topic, due
+    SUSPENDED = "SUSPENDED"  # orderly: the queue is suspended locally
+    LOCAL_RETRY = "LOCAL_RETRY"  # re-submitted in the client
+    INVISIBLE = "INVISIBLE"  # POP / gRPC: invisible until the revive
+    DEAD_LETTERED = "DEAD_LETTERED"
+    DROPPED = "DROPPED"
+
+
+HOP_STATES = tuple(s.value for s in HopState)
 
 # lifecycles.final_state / expected_final_state. The tables say IN_RETRY where the engine says RETRYING_FOREVER,
 # and UNKNOWN when the evidence cannot tell (the engine always knows): ``final_state_of`` maps the two.
@@ -359,24 +410,12 @@ RECONCILIATION_CAUSES = {
 }
 
 
-def event_type(name: str) -> str:
-    """``name`` when it is one of EVENT_TYPES, else a ValueError: a module that spells an event type through this
-    fails at import when the type is renamed here, instead of matching nothing."""
-    if name not in EVENT_TYPES:
-        raise ValueError(f"unknown event type {name!r} (contract.EVENT_TYPES)")
-    return name
-
-
 # Event types about one consumer group: a row of these without a group is "unattributed" (DESIGN §6).
-GROUP_EVENT_TYPES = tuple(
-    event_type(t)
-    for t in (
-        "DELIVERED", "CONSUME_OK", "CONSUME_FAILED", "CONSUME_TIMEOUT", "SEND_BACK", "SEND_BACK_FAILED",
-        "LOCAL_RETRY", "ORDERLY_SUSPENDED", "BROADCAST_DROPPED", "POP_DROPPED", "DEAD_LETTERED", "RETRY_ENQUEUED",
-        "DIRECT_CONSUME",
-    )
+_E = EventType
+GROUP_EVENT_TYPES = (
+    _E.DELIVERED, _E.CONSUME_OK, _E.CONSUME_FAILED, _E.CONSUME_TIMEOUT, _E.SEND_BACK, _E.SEND_BACK_FAILED,
+    _E.LOCAL_RETRY, _E.ORDERLY_SUSPENDED, _E.BROADCAST_DROPPED, _E.POP_DROPPED, _E.DEAD_LETTERED,
+    _E.RETRY_ENQUEUED, _E.DIRECT_CONSUME,
 )  # fmt: skip
 # A group's per-minute counters (broker stats.log, 5.x broker_default.log, the client's own stats lines).
-COUNTER_EVENT_TYPES = tuple(
-    event_type(t) for t in ("SEND_BACK_COUNT", "DLQ_COUNT", "DLQ_PUT_COUNT", "CONSUME_FAILED_COUNT")
-)
+COUNTER_EVENT_TYPES = (_E.SEND_BACK_COUNT, _E.DLQ_COUNT, _E.DLQ_PUT_COUNT, _E.CONSUME_FAILED_COUNT)

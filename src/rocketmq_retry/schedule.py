@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from rocketmq_retry.dates import format_duration
-from rocketmq_retry.engine.model import SCHEDULE_TOPIC
+from rocketmq_retry.engine.model import SCHEDULE_TOPIC, FinalState, dlq_topic, retry_topic
 
 if TYPE_CHECKING:
     from rocketmq_retry.engine import GroupPolicy
@@ -32,7 +32,7 @@ def schedule_rows(path: object, limit: int | None = None) -> tuple[list[dict[str
     ][:limit]
     if path.truncated:  # type: ignore[attr-defined]
         # Only a path that runs past FOREVER_PROBE is reported as endless; count what is listed.
-        return rows, {"final": "RETRYING_FOREVER", "topic": path.final_topic, "deliveries": len(rows)}  # type: ignore[attr-defined]
+        return rows, {"final": FinalState.RETRYING_FOREVER, "topic": path.final_topic, "deliveries": len(rows)}  # type: ignore[attr-defined]
     final = {"final": path.final.value, "topic": path.final_topic, "deliveries": path.deliveries}  # type: ignore[attr-defined]
     return rows, final
 
@@ -45,7 +45,7 @@ def _delay_level_note(policy: GroupPolicy) -> str:
             return f"{level} (popDelayLevel[{level}] throws: the pop invisible time applies)"
         return f"{level} (popDelayLevel[{'reconsume_times' if level == 0 else level}])"
     if level < 0:
-        return f"{level} (straight to %DLQ%{policy.group})"
+        return f"{level} (straight to {dlq_topic(policy.group)})"
     if level == 0:
         return "0 (the broker picks level 3 + reconsume_times)"
     top = policy.delay_levels.max_level
@@ -101,7 +101,9 @@ def schedule_settings(policy: GroupPolicy) -> list[tuple[str, str]]:
             lines.append(("consume_timeout_minutes", str(p.consume_timeout_minutes)))
     if grpc or mode == "pop":
         v2 = p.enable_retry_topic_v2
-        lines.append(("enable_retry_topic_v2", f"{str(v2).lower()} (%RETRY%{p.group}{'+' if v2 else '_'}<topic>)"))
+        lines.append(
+            ("enable_retry_topic_v2", f"{str(v2).lower()} ({retry_topic(p.group)}{'+' if v2 else '_'}<topic>)")
+        )
     return lines
 
 
@@ -154,7 +156,7 @@ def render_schedule_table(path: object, policy: GroupPolicy, limit: int | None =
         out.append("  ".join(cells).rstrip())
     deliveries = int(final["deliveries"])  # type: ignore[call-overload]
     noun = "delivery" if deliveries == 1 else "deliveries"
-    if final["final"] == "RETRYING_FOREVER":
+    if final["final"] == FinalState.RETRYING_FOREVER:
         summary = (
             f"final: RETRYING_FOREVER (first {deliveries} {noun} shown; the message is never dead-lettered"
             f"{' and blocks its queue' if policy.consume_mode.value == 'orderly' else ''})"
@@ -170,7 +172,7 @@ def render_schedule_table(path: object, policy: GroupPolicy, limit: int | None =
         last = path.steps[-1].next if path.steps else None  # type: ignore[attr-defined]
         if last is not None and last.terminal and last.delay_ms:
             via = f" (waiting in {last.topic})" if last.topic and last.topic != final["topic"] else ""
-            outcome = "is stored there" if final["final"] == "DEAD_LETTERED" else "is dropped"
+            outcome = "is stored there" if final["final"] == FinalState.DEAD_LETTERED else "is dropped"
             summary += f"; the message {outcome} {format_duration(last.delay_ms)} after its last failure{via}"
     out += ["", summary]
     return "\n".join(out)

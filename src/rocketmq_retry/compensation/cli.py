@@ -15,7 +15,7 @@ from sqlalchemy.engine import make_url
 from rocketmq_retry.compensation import batches as service
 from rocketmq_retry.compensation.database import resolve_ledger_url, upgrade
 from rocketmq_retry.compensation.ledger import Ledger
-from rocketmq_retry.compensation.model import LedgerRow, State, idempotency_key
+from rocketmq_retry.compensation.model import REOPENABLE, LedgerRow, State, idempotency_key
 from rocketmq_retry.config import load_config
 from rocketmq_retry.dates import date_arg
 from rocketmq_retry.errors import UserError
@@ -63,7 +63,7 @@ def build_parser() -> argparse.ArgumentParser:
     _dates(p)
     p.add_argument("msg_ids", nargs="*", metavar="MSG_ID", help="dead letters to re-drive (default: by --state)")
     p.add_argument("--group", help="consumer group")
-    p.add_argument("--state", action="append", type=str.upper, choices=["FAILED", "GAVE_UP", "SKIPPED"])
+    p.add_argument("--state", action="append", type=str.upper, choices=sorted(REOPENABLE))
     p.add_argument("--no-run", action="store_true", help="only reopen; do not execute now")
     p.add_argument("--run-id", help="recorded in the ledger (default: cli_retry__<UTC time>)")
 
@@ -216,7 +216,7 @@ def _retry(ns: argparse.Namespace) -> int:
         date_to=date_to,
         msg_ids=ns.msg_ids,
         consumer_group=ns.group,
-        states=ns.state or ["FAILED"],
+        states=ns.state or [State.FAILED],
     )
     selected = sum(len(b["only"] or []) for b in batches)
     for note in batches[0]["notes"]:

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 
 from rocketmq_retry.config import load_config
 from rocketmq_retry.dates import date_arg, format_duration
+from rocketmq_retry.engine.model import SCHEDULE_TOPIC, dlq_topic
 from rocketmq_retry.errors import UserError
 from rocketmq_retry.explore.model import CompensationRecord, DeadLetterRow, Story
 from rocketmq_retry.explore.warehouse import open_warehouse
@@ -106,7 +107,7 @@ def _hops(s: Story) -> list[str]:
     rows = [("hop", "from -> to", "topic", "level", "r", "observed", "expected", "drift")]
     for h in s.hops:
         topic = h.physical_topic or "-"
-        if h.queue_id is not None and topic == "SCHEDULE_TOPIC_XXXX":
+        if h.queue_id is not None and topic == SCHEDULE_TOPIC:
             topic += f" q{h.queue_id}"
         rows.append(
             (
@@ -158,7 +159,7 @@ def _dead_letter(d: DeadLetterRow | None) -> str:
     held = "compensable" if d.compensable else f"held for review ({d.review_reason or 'not established'})"
     inferred = " (inferred by the engine)" if d.dlq_inferred else ""
     return (
-        f"dead letter: %DLQ%{d.consumer_group} at {_when(d.dlq_at)}{inferred}, reconsume times "
+        f"dead letter: {dlq_topic(d.consumer_group)} at {_when(d.dlq_at)}{inferred}, reconsume times "
         f"{d.reconsume_times if d.reconsume_times is not None else '-'}, {held}"
     )
 

@@ -10,6 +10,7 @@ import duckdb
 
 from rocketmq_retry import contract
 from rocketmq_retry.config import Config
+from rocketmq_retry.contract import HopState
 from rocketmq_retry.dates import partition_date
 from rocketmq_retry.explore.model import DailyRate, ExploreError, GroupView, LevelCount
 from rocketmq_retry.explore.values import opt_int
@@ -20,7 +21,7 @@ if TYPE_CHECKING:
 MAX_DAYS = 366
 # Hops that wait before the next delivery: what "a retry at a level" is in the transitions (docs/reconstruction.md
 # "Hops"); the level is null for the waits that have none.
-RETRY_HOPS = ("SCHEDULED", "LOCAL_RETRY", "SUSPENDED", "INVISIBLE")
+RETRY_HOPS = (HopState.SCHEDULED, HopState.LOCAL_RETRY, HopState.SUSPENDED, HopState.INVISIBLE)
 
 
 def groups(ex: Explorer, date_to: object, days: int) -> list[GroupView]:

@@ -10,6 +10,7 @@ import dataclasses
 import datetime as dt
 from typing import Any
 
+from rocketmq_retry.compensation.model import State
 from rocketmq_retry.errors import UserError
 
 # What a dead letter's compensation state is besides the ledger's own states (compensation/model.py ``State``):
@@ -17,7 +18,7 @@ from rocketmq_retry.errors import UserError
 # compensate run has registered yet.
 NOT_COMPENSABLE = "NOT_COMPENSABLE"
 NOT_REGISTERED = "NOT_REGISTERED"
-LEDGER_STATES = ("PENDING", "CLAIMED", "DONE", "FAILED", "GAVE_UP", "SKIPPED")
+LEDGER_STATES = tuple(s.value for s in State)
 COMPENSATION_STATES = (*LEDGER_STATES, NOT_COMPENSABLE, NOT_REGISTERED)
 
 

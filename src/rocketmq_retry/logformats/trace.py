@@ -10,7 +10,6 @@ from dataclasses import dataclass
 
 CONTENT_SPLITOR = "\u0001"
 FIELD_SPLITOR = "\u0002"
-TRACE_TOPIC = "RMQ_SYS_TRACE_TOPIC"
 DEFAULT_REGION = "DefaultRegion"
 # 4.9.4 writes the literal "null" as the SubBefore region (§12, tests/data/rocketmq-4.9.4/dumps/trace-topic.jsonl).
 REGION_NULL = "null"

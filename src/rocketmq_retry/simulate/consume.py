@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import random
 
+from rocketmq_retry.contract import CONSUMED, IN_RETRY
 from rocketmq_retry.engine import ConsumeMode, ConsumeOutcome, FailedDelivery, SendBackFault, next_hop
 from rocketmq_retry.logformats import java, statements, trace
 from rocketmq_retry.logformats.statements import fill
@@ -135,8 +136,8 @@ class Consumer(Part):
                 inst, t, "INFO", listener_class(g),
                 thread_of(lc), f"handled {lc.msg.topic} orderId={lc.msg.order_id} in {cost} ms",
             )  # fmt: skip
-        if not timeout and lc.final_state == "IN_RETRY":
-            lc.final_state, lc.final_at = "CONSUMED", t
+        if not timeout and lc.final_state == IN_RETRY:
+            lc.final_state, lc.final_at = CONSUMED, t
 
     def _sub_after(self, lc: Lifecycle, request_id: str, cost: int, ok: bool, code: int, t: int) -> None:
         if not self._traced(lc.group):

@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from rocketmq_retry.contract import IN_RETRY
 from rocketmq_retry.engine import ConsumeMode, GroupPolicy, MessageModel
 from rocketmq_retry.logformats import java, layouts
 from rocketmq_retry.simulate import world
@@ -120,7 +121,7 @@ class Lifecycle:
     client_r: int = 0
     deliveries: list[tuple[int, int, str]] = field(default_factory=list)  # (at, reconsumeTimes, outcome)
     hops: list[dict[str, Any]] = field(default_factory=list)
-    final_state: str = "IN_RETRY"
+    final_state: str = IN_RETRY
     final_at: int | None = None
     dlq: world.StoredCopy | None = None
     send_back_faults: int = 0

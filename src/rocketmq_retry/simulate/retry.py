@@ -9,7 +9,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from rocketmq_retry.contract import DEAD_LETTERED, DROPPED
 from rocketmq_retry.engine import ConsumeMode, HopAction, NextHop, SendBackFault, consumer_retry_policy, retry_topic
+from rocketmq_retry.engine.model import DLQ_TOPIC_PREFIX, SCHEDULE_TOPIC, dlq_topic
 from rocketmq_retry.logformats import java, statements, stats
 from rocketmq_retry.logformats.statements import fill
 from rocketmq_retry.simulate import world
@@ -19,7 +21,6 @@ from rocketmq_retry.simulate.listener import ListenerLogs, thread_of
 from rocketmq_retry.simulate.model import GRPC, Lifecycle
 from rocketmq_retry.simulate.render import topic_config
 
-SCHEDULE_TOPIC = "SCHEDULE_TOPIC_XXXX"
 LOCAL_RETRIES = (HopAction.LOCAL_RESUBMIT, HopAction.ORDERLY_SUSPEND, HopAction.FIFO_LOCAL_RETRY)
 
 
@@ -65,7 +66,7 @@ class RetryPath(Part):
         elif g.policy.consume_mode is ConsumeMode.POP and g.kind != GRPC:
             ext, _ = self.listener.rendered(lc, start)
             self.writer.client_line(inst, t, "WARN", C_POP, thread_of(lc), fill(statements.L_C12.template, ext))
-        lc.final_state, lc.final_at = "DROPPED", hop.ready_at_ms
+        lc.final_state, lc.final_at = DROPPED, hop.ready_at_ms
 
     def _put(self, lc: Lifecycle, hop: NextHop, t: int, start: int, rpc_ms: int) -> None:
         """A new copy on the broker: via the schedule topic, straight to the DLQ, or a POP revive."""
@@ -123,7 +124,7 @@ class RetryPath(Part):
         due = now + hop.delay_ms + self.rng.randint(0, 100)
         dest = hop.destination_topic or retry_topic(g.name)
         qid = int(props.get("REAL_QID", "0"))
-        if dest.startswith("%DLQ%"):
+        if dest.startswith(DLQ_TOPIC_PREFIX):
             self.loop.at(due, self._store_dlq, lc, hop, props, born_ts, born_host, dest, copy)
         else:
             self.loop.at(due, self._store_redelivery, lc, hop, props, born_ts, born_host, dest, qid)
@@ -146,7 +147,7 @@ class RetryPath(Part):
         g = lc.group
         now = self.loop.now
         broker = self.topo.broker_of(g)
-        topic = topic or f"%DLQ%{g.name}"
+        topic = topic or dlq_topic(g.name)
         props = dict(props)
         if hop.via_schedule_topic:
             props["DELAY"] = props.get("DELAY", "0")
@@ -162,7 +163,7 @@ class RetryPath(Part):
             )
         copy = broker.store(topic, 0, props, lc.copy.body, born_ts, born_host, hop.reconsume_times, now)
         lc.dlq = copy
-        lc.final_state, lc.final_at = "DEAD_LETTERED", now
+        lc.final_state, lc.final_at = DEAD_LETTERED, now
         via_send_back = props.get("DELAY") == "0" and not hop.via_schedule_topic
         if via_send_back:
             self.stats.count(self.stats.sndbck, broker, f"{lc.msg.topic}@{g.name}", now)

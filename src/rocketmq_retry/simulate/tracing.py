@@ -4,7 +4,7 @@ message (stored on the broker and written to the trace export) at 20 contexts or
 
 from __future__ import annotations
 
-from rocketmq_retry.logformats import trace
+from rocketmq_retry.engine.model import TRACE_TOPIC
 from rocketmq_retry.simulate.loop import EventLoop
 from rocketmq_retry.simulate.model import Instance
 from rocketmq_retry.simulate.render import LogWriter
@@ -40,9 +40,7 @@ class TraceDispatcher:
         broker = inst.broker
         uniq = inst.host.next_uniq_key(now)
         props = {"KEYS": " ".join(inst.trace_keys), "UNIQ_KEY": uniq, "WAIT": "true"}
-        broker.store(
-            trace.TRACE_TOPIC, 0, props, body.encode("utf-8"), now + inst.host.skew_ms, inst.host.addr, 0, now + 3
-        )
+        broker.store(TRACE_TOPIC, 0, props, body.encode("utf-8"), now + inst.host.skew_ms, inst.host.addr, 0, now + 3)
         self.writer.trace_batch(now, body)
         inst.trace_buf = []
         inst.trace_keys = []

@@ -29,7 +29,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from typing import Any
 
-from rocketmq_retry.contract import IN_RETRY
+from rocketmq_retry.contract import DEAD_LETTERED, IN_RETRY
 from rocketmq_retry.simulate.truth import HOP_COLUMNS, LIFECYCLE_COLUMNS, Truth, iso, write_csv
 
 LIFECYCLE_BY_DATE_COLUMNS = (
@@ -112,7 +112,7 @@ def dead_letters_by_date(
     """Rows of ``dead_letters_by_date.csv``: dead letters moved within the run's dates, by date then lifecycle."""
     out = []
     for row in lifecycles:
-        if row[_L["final_state"]] != "DEAD_LETTERED":
+        if row[_L["final_state"]] != DEAD_LETTERED:
             continue
         at = int(row[_L["final_at_ms"]])
         day = date_of(at, days)

@@ -14,7 +14,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import IO
 
-from rocketmq_retry.logformats import java, timefmt, trace
+from rocketmq_retry.engine.model import DLQ_TOPIC_PREFIX, RETRY_TOPIC_PREFIX, SCHEDULE_TOPIC, TRACE_TOPIC
+from rocketmq_retry.logformats import java, timefmt
 from rocketmq_retry.logformats.dump import (
     DUMP_FILE_BUSINESS,
     DUMP_FILE_DLQ,
@@ -142,13 +143,13 @@ class Broker:
 
 
 def dump_file_for(topic: str) -> str:
-    if topic.startswith("%DLQ%"):
+    if topic.startswith(DLQ_TOPIC_PREFIX):
         return DUMP_FILE_DLQ
-    if topic.startswith("%RETRY%"):
+    if topic.startswith(RETRY_TOPIC_PREFIX):
         return DUMP_FILE_RETRY
-    if topic == "SCHEDULE_TOPIC_XXXX":
+    if topic == SCHEDULE_TOPIC:
         return DUMP_FILE_SCHEDULE
-    if topic == trace.TRACE_TOPIC:
+    if topic == TRACE_TOPIC:
         return DUMP_FILE_TRACE
     return DUMP_FILE_BUSINESS
 

@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from rocketmq_retry import contract
+from rocketmq_retry.contract import HopState
+from rocketmq_retry.engine.model import DLQ_TOPIC_PREFIX
 from rocketmq_retry.validation.settings import ValidationSettings
 
 if TYPE_CHECKING:
@@ -34,7 +36,10 @@ FINAL_STATES = contract.FINAL_STATES
 ANOMALY_CODES = contract.ANOMALY_CODES
 
 # The hop that puts a message in %DLQ%<group>. substr, not LIKE: '%' is LIKE's own wildcard.
-_IS_DLQ = f"(to_state = '{contract.DEAD_LETTERED}' OR substr(coalesce(physical_topic, ''), 1, 5) = '%DLQ%')"
+_IS_DLQ = (
+    f"(to_state = '{HopState.DEAD_LETTERED}' OR "
+    f"substr(coalesce(physical_topic, ''), 1, {len(DLQ_TOPIC_PREFIX)}) = '{DLQ_TOPIC_PREFIX}')"
+)
 
 
 @dataclass(frozen=True)
@@ -80,7 +85,7 @@ def local_attempt_dlq_sql(config: Config) -> str:
     if not groups:
         return "FALSE"
     listed = ", ".join(_sql_str(g) for g in groups)
-    return f"(to_state = {_sql_str(contract.DEAD_LETTERED)} AND consumer_group IN ({listed}))"
+    return f"(to_state = {_sql_str(HopState.DEAD_LETTERED)} AND consumer_group IN ({listed}))"
 
 
 def _not_null(gxe: Any, table: str, columns: tuple[str, ...]) -> list[Check]:
@@ -156,7 +161,7 @@ def _transitions_checks(gxe: Any, config: Config, settings: ValidationSettings) 
                     "JOIN (SELECT consumer_group, msg_id, min(hop) AS dlq_hop FROM {batch} "
                     f"WHERE {_IS_DLQ} GROUP BY consumer_group, msg_id) d "
                     "ON t.consumer_group = d.consumer_group AND t.msg_id = d.msg_id "
-                    "WHERE t.hop > d.dlq_hop AND t.to_state = 'DELIVERED'"
+                    f"WHERE t.hop > d.dlq_hop AND t.to_state = '{HopState.DELIVERED}'"
                 ),
             ),
         ),

@@ -12,10 +12,11 @@ from fastapi.responses import HTMLResponse
 
 from rocketmq_retry.airflow.pages import guard
 from rocketmq_retry.airflow.pages.context import Pages, render
+from rocketmq_retry.compensation.model import REOPENABLE
 from rocketmq_retry.dates import DateError, partition_date
 
 MAX_REDRIVE = 1000  # rows one form may re-drive; bigger re-drives go by date range in the DAG's own form
-REDRIVABLE = ("FAILED", "GAVE_UP", "SKIPPED")  # ledger states the re-drive DAG reopens (never DONE)
+REDRIVABLE = tuple(sorted(REOPENABLE))  # ledger states the re-drive DAG reopens (never DONE)
 
 
 def redrive_router(pages: Pages) -> APIRouter:

@@ -4,7 +4,8 @@ has the event types)."""
 
 from __future__ import annotations
 
-from rocketmq_retry import contract
+from rocketmq_retry.contract import EventType
+from rocketmq_retry.engine.model import DLQ_TOPIC_PREFIX, RETRY_TOPIC_PREFIX, SCHEDULE_TOPIC
 from rocketmq_retry.jobs.ingest import patterns as P
 from rocketmq_retry.jobs.ingest.sql import epoch_ms, event_struct, nz, sql_str, when
 
@@ -14,11 +15,13 @@ RETRY_OR_DLQ = "'^%(RETRY|DLQ)%'"
 def dump_event_sql(event_fields: tuple[tuple[str, str], ...]) -> str:
     topic = "topic_"
     real_topic = nz("j.properties.REAL_TOPIC")
-    is_dlq, is_retry = f"startswith({topic}, '%DLQ%')", f"startswith({topic}, '%RETRY%')"
-    is_sched = f"({topic} = 'SCHEDULE_TOPIC_XXXX')"
+    is_dlq = f"startswith({topic}, {sql_str(DLQ_TOPIC_PREFIX)})"
+    is_retry = f"startswith({topic}, {sql_str(RETRY_TOPIC_PREFIX)})"
+    is_sched = f"({topic} = {sql_str(SCHEDULE_TOPIC)})"
     queue_id = "try_cast(j.queueId AS INT)"
     dead_lettered, retry_enqueued, send_back, published = (
-        sql_str(contract.event_type(t)) for t in ("DEAD_LETTERED", "RETRY_ENQUEUED", "SEND_BACK", "PUBLISHED")
+        sql_str(t)
+        for t in (EventType.DEAD_LETTERED, EventType.RETRY_ENQUEUED, EventType.SEND_BACK, EventType.PUBLISHED)
     )
     return event_struct(
         {

@@ -75,7 +75,7 @@ def _with_log_event_fields(df: DataFrame) -> DataFrame:
     # 4.9.4 L-P1 (§12): the event lives on the Message{...} line that follows; detail from the L-P1 line.
     resend = F.col("resend_of_lp1")
     renderings = F.when(resend, F.array(msg)).otherwise(F.coalesce(renderings, F.array(F.lit(""))))
-    event_type = F.when(resend, F.lit(contract.event_type("PUBLISH_RETRY"))).otherwise(event_type)
+    event_type = F.when(resend, F.lit(contract.EventType.PUBLISH_RETRY)).otherwise(event_type)
     is_event = F.col("cat0") == "event"
     fields = {
         "_e_type": event_type,

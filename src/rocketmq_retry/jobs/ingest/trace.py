@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from rocketmq_retry import contract
+from rocketmq_retry.contract import EventType as E
 from rocketmq_retry.jobs.ingest import patterns as P
 from rocketmq_retry.jobs.ingest.sql import epoch_ms, event_struct, nz, sql_str, when
 
@@ -90,8 +90,7 @@ def _event_and_reason(p: str, source_name: str, event_fields: tuple[tuple[str, s
     codes = "array(" + ", ".join(sql_str(c) for c in P.CONTEXT_CODES) + ")"
     code_name = f"try_element_at({codes}, try_cast({g(6)} AS INT) + 1)"
     published, publish_failed, delivered, consume_ok, consume_failed = (
-        sql_str(contract.event_type(t))
-        for t in ("PUBLISHED", "PUBLISH_FAILED", "DELIVERED", "CONSUME_OK", "CONSUME_FAILED")
+        sql_str(t) for t in (E.PUBLISHED, E.PUBLISH_FAILED, E.DELIVERED, E.CONSUME_OK, E.CONSUME_FAILED)
     )
     event_type = when(
         (pub, f"CASE WHEN {d}.pub_success = 'true' THEN {published} ELSE {publish_failed} END"),

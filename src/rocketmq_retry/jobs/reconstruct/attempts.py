@@ -7,6 +7,8 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
+from rocketmq_retry.contract import HopState
+from rocketmq_retry.engine.model import HopAction
 from rocketmq_retry.jobs.reconstruct.facts import KEY
 
 # the lifecycle columns every attempt carries
@@ -98,9 +100,9 @@ def attempt_outcome() -> Column:
     # (the trace then shows a success with TIME_OUT), the message is redelivered from the retry topic.
     timed_out = F.coalesce(F.col("timeout"), F.lit(False))
     return (
-        F.when(bcast_failed | timed_out, "FAILED")
+        F.when(bcast_failed | timed_out, HopState.FAILED)
         .when(F.col("ok_at").isNotNull() | F.coalesce(F.col("silent_ok"), F.lit(False)), "OK")
-        .when(failed_known | later, "FAILED")
+        .when(failed_known | later, HopState.FAILED)
         .when(F.col("mode") == "BROADCASTING", F.lit(None))
         .otherwise(F.lit(None))
     )
@@ -109,12 +111,15 @@ def attempt_outcome() -> Column:
 def hop_action() -> Column:
     """What followed a failed attempt: the engine's action, unless the evidence shows otherwise."""
     return (
-        F.when(F.col("outcome") != "FAILED", F.lit(None))
-        .when(F.col("is_last") & _dead_lettered(), "DEAD_LETTER")
-        .when(F.col("drop_at").isNotNull(), "DROPPED")
+        F.when(F.col("outcome") != HopState.FAILED, F.lit(None))
+        .when(F.col("is_last") & _dead_lettered(), HopAction.DEAD_LETTER)
+        .when(F.col("drop_at").isNotNull(), HopAction.DROPPED)
         # The engine expected a terminal hop but the message was delivered again: the evidence wins (the consumer's
         # max differs from the configured one); the hop is drawn as a scheduled retry.
-        .when(~F.col("is_last") & F.col("action").isin("DEAD_LETTER", "DROPPED"), "SCHEDULED_RETRY")
+        .when(
+            ~F.col("is_last") & F.col("action").isin(HopAction.DEAD_LETTER, HopAction.DROPPED),
+            HopAction.SCHEDULED_RETRY,
+        )
         .otherwise(F.col("action"))
     )
 
@@ -133,11 +138,14 @@ def wait_ms() -> Column:
         F.element_at(F.col("level_ms"), F.least(F.col("level"), size)),
     )
     return (
-        F.when(F.col("hop_action").isin("SCHEDULED_RETRY", "REPUBLISHED_RETRY"), F.coalesce(level_delay, "delay_ms"))
+        F.when(
+            F.col("hop_action").isin(HopAction.SCHEDULED_RETRY, HopAction.REPUBLISHED_RETRY),
+            F.coalesce(level_delay, "delay_ms"),
+        )
         # A DLQ copy is stored at once after a send-back, after the schedule delay on the 4.x re-publish path
         # (§2.3), and at the next pop of the revived copy for gRPC (§5.4): the engine's delay_ms says which.
         .when(
-            F.col("hop_action") == "DEAD_LETTER",
+            F.col("hop_action") == HopAction.DEAD_LETTER,
             F.when(F.col("via_schedule"), F.coalesce(level_delay, "delay_ms")).otherwise(
                 F.coalesce(F.col("delay_ms"), F.lit(0))
             ),

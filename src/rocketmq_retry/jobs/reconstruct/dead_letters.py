@@ -8,6 +8,7 @@ from pyspark.sql import functions as F
 
 from rocketmq_retry import contract as C
 from rocketmq_retry.config import Config
+from rocketmq_retry.engine.model import HopAction
 from rocketmq_retry.jobs.reconstruct.lifecycles import business_key
 from rocketmq_retry.routing import java_regex
 
@@ -18,7 +19,7 @@ def compensable() -> Column:
     dead-letters earlier, such as the 4.x fallback re-publish) and that failure was observed. Its group is
     established by construction: a row no evidence gave a group never reaches a lifecycle."""
     observed = F.col("dlq_ms").isNotNull()
-    engine_agrees = F.coalesce(F.col("last_engine_action") == "DEAD_LETTER", F.lit(False))
+    engine_agrees = F.coalesce(F.col("last_engine_action") == HopAction.DEAD_LETTER, F.lit(False))
     return observed | (engine_agrees & F.coalesce(F.col("last_fail_seen"), F.lit(False)))
 
 
@@ -27,7 +28,7 @@ def review_reason() -> Column:
     return (
         F.when(compensable(), F.lit(None).cast("string"))
         .when(
-            ~F.coalesce(F.col("last_engine_action") == "DEAD_LETTER", F.lit(False)),
+            ~F.coalesce(F.col("last_engine_action") == HopAction.DEAD_LETTER, F.lit(False)),
             F.lit("DLQ inferred, but the engine's answer for the last failure is not the DLQ"),
         )
         .otherwise(F.lit("DLQ inferred, but the failure of the last delivery was not observed"))

@@ -10,6 +10,9 @@ from pyspark.sql import functions as F
 from pyspark.sql.window import Window
 
 from rocketmq_retry import contract
+from rocketmq_retry.contract import EventType
+from rocketmq_retry.engine.message_const import PROPERTY_REAL_TOPIC
+from rocketmq_retry.engine.model import DLQ_TOPIC_PREFIX, RETRY_TOPIC_PREFIX, SCHEDULE_TOPIC
 from rocketmq_retry.jobs.ingest.parse import COUNTER_EVENTS, GROUP_EVENTS
 from rocketmq_retry.jobs.reconstruct.attribution import GrpcGroups, attribute
 
@@ -17,22 +20,21 @@ from rocketmq_retry.jobs.reconstruct.attribution import GrpcGroups, attribute
 # names and nothing else, so extra columns in the real table are harmless.
 EVENTS_SCHEMA = contract.struct_type("events")
 
-SCHEDULE_TOPIC = "SCHEDULE_TOPIC_XXXX"
 
 # Event types written by a consumer about one delivery (§6.2, §6.4, §7.2): each proves the delivery happened.
 CONSUMER_KINDS = ("DELIVERY", "OK", "FAIL", "SUSPEND", "TIMEOUT", "DROP", "LOCAL", "SBF", "SENDBACK")
 _CONSUMER_EVENT_TYPES = (
-    "DELIVERED",
-    "CONSUME_OK",
-    "CONSUME_FAILED",
-    "CONSUME_TIMEOUT",
-    "ORDERLY_SUSPENDED",
-    "BROADCAST_DROPPED",
-    "POP_NACK",
-    "POP_DROPPED",
-    "LOCAL_RETRY",
-    "SEND_BACK_FAILED",
-    "DIRECT_CONSUME",
+    EventType.DELIVERED,
+    EventType.CONSUME_OK,
+    EventType.CONSUME_FAILED,
+    EventType.CONSUME_TIMEOUT,
+    EventType.ORDERLY_SUSPENDED,
+    EventType.BROADCAST_DROPPED,
+    EventType.POP_NACK,
+    EventType.POP_DROPPED,
+    EventType.LOCAL_RETRY,
+    EventType.SEND_BACK_FAILED,
+    EventType.DIRECT_CONSUME,
 )
 
 
@@ -53,8 +55,8 @@ def _group_from_topic(topic: Column) -> Column:
     # %RETRY%<group> / %DLQ%<group> name their group (§2.4). Pop retry topics (%RETRY%<g>_<t>) are ambiguous
     # because group names may contain '_', so only the plain forms are read here.
     return (
-        F.when(topic.startswith("%DLQ%"), F.expr("substring(topic, 6)"))
-        .when(topic.startswith("%RETRY%") & ~topic.contains("+"), F.expr("substring(topic, 8)"))
+        F.when(topic.startswith(DLQ_TOPIC_PREFIX), F.expr("substring(topic, 6)"))
+        .when(topic.startswith(RETRY_TOPIC_PREFIX) & ~topic.contains("+"), F.expr("substring(topic, 8)"))
         .otherwise(F.lit(None))
     )
 
@@ -103,14 +105,16 @@ def link_identities(events: DataFrame, known_groups: tuple[str, ...] = ()) -> Da
     # A pop retry topic %RETRY%<group>_<topic> (§2.4) read as %RETRY%<group> names "<group>_<topic>": strip the
     # business topic (RETRY_TOPIC) so the copy joins its lifecycle.
     g, ot = F.col("consumer_group"), F.col("original_topic")
-    pop_copy = F.col("topic").startswith("%RETRY%") & ot.isNotNull() & g.endswith(F.concat(F.lit("_"), ot))
+    pop_copy = F.col("topic").startswith(RETRY_TOPIC_PREFIX) & ot.isNotNull() & g.endswith(F.concat(F.lit("_"), ot))
     stripped = F.expr("substring(consumer_group, 1, length(consumer_group) - length(original_topic) - 1)")
     out = out.withColumn("consumer_group", F.when(pop_copy, stripped).otherwise(g))
     # A revived pop copy need not carry RETRY_TOPIC: then a configured group followed by "_" names the owner.
     known: Column = F.lit(None).cast("string")
     for name in sorted(known_groups, key=len):  # longest prefix wins (the last `when` applied is outermost)
         known = F.when(g.startswith(name + "_"), F.lit(name)).otherwise(known)
-    retry_copy = F.col("topic").startswith("%RETRY%") & ~g.isin(*known_groups) if known_groups else F.lit(False)
+    retry_copy = (
+        F.col("topic").startswith(RETRY_TOPIC_PREFIX) & ~g.isin(*known_groups) if known_groups else F.lit(False)
+    )
     out = out.withColumn("consumer_group", F.when(retry_copy & known.isNotNull(), known).otherwise(g))
     # A consumer line that names no group (L-C4, a Spring or gRPC listener line) is attributed by evidence of its
     # own instance, never by the message's other groups (``attribution``).
@@ -121,9 +125,9 @@ def business_topic() -> Column:
     """``original_topic`` with a pop retry topic read back to its business topic: a gRPC dead letter's broker line
     names the revived copy's topic, ``%RETRY%<group>_<topic>`` (V1) or ``%RETRY%<group>+<topic>`` (V2, §2.4)."""
     ot, g = F.col("original_topic"), F.col("consumer_group")
-    v1 = F.concat(F.lit("%RETRY%"), g, F.lit("_"))
+    v1 = F.concat(F.lit(RETRY_TOPIC_PREFIX), g, F.lit("_"))
     return (
-        F.when(ot.startswith("%RETRY%") & ot.contains("+"), F.substring_index(ot, "+", -1))
+        F.when(ot.startswith(RETRY_TOPIC_PREFIX) & ot.contains("+"), F.substring_index(ot, "+", -1))
         .when(g.isNotNull() & ot.startswith(v1), F.expr("substring(original_topic, length(consumer_group) + 9)"))
         .otherwise(ot)
     )
@@ -135,30 +139,35 @@ def evidence_kind() -> Column:
     consumer = et.isin(*_CONSUMER_EVENT_TYPES)
     return (
         # Lines about topics or producers, not about a stored copy of a consumed message (L-B1, L-B4/5, L-P*).
-        F.when(et.isin("TOPIC_CREATED", "SCHEDULE_ERROR", "PUBLISH_RETRY", "PUBLISH_FAILED"), "OTHER")
-        .when(et == "DELIVERED", "DELIVERY")
-        .when(et == "CONSUME_OK", "OK")
-        .when(et.isin("CONSUME_FAILED", "POP_NACK"), "FAIL")
-        .when(et == "ORDERLY_SUSPENDED", "SUSPEND")
-        .when(et == "CONSUME_TIMEOUT", "TIMEOUT")
-        .when(et.isin("BROADCAST_DROPPED", "POP_DROPPED"), "DROP")
-        .when(et == "LOCAL_RETRY", "LOCAL")
-        .when(et == "SEND_BACK_FAILED", "SBF")
-        .when(et == "DIRECT_CONSUME", "DIRECT")
+        F.when(
+            et.isin(
+                EventType.TOPIC_CREATED, EventType.SCHEDULE_ERROR, EventType.PUBLISH_RETRY, EventType.PUBLISH_FAILED
+            ),
+            "OTHER",
+        )
+        .when(et == EventType.DELIVERED, "DELIVERY")
+        .when(et == EventType.CONSUME_OK, "OK")
+        .when(et.isin(EventType.CONSUME_FAILED, EventType.POP_NACK), "FAIL")
+        .when(et == EventType.ORDERLY_SUSPENDED, "SUSPEND")
+        .when(et == EventType.CONSUME_TIMEOUT, "TIMEOUT")
+        .when(et.isin(EventType.BROADCAST_DROPPED, EventType.POP_DROPPED), "DROP")
+        .when(et == EventType.LOCAL_RETRY, "LOCAL")
+        .when(et == EventType.SEND_BACK_FAILED, "SBF")
+        .when(et == EventType.DIRECT_CONSUME, "DIRECT")
         .when(et.isin(*COUNTER_EVENTS), "STAT")
-        .when(et == "DEAD_LETTERED", "DLQ")
-        .when(~consumer & topic.startswith("%DLQ%"), "DLQ")
+        .when(et == EventType.DEAD_LETTERED, "DLQ")
+        .when(~consumer & topic.startswith(DLQ_TOPIC_PREFIX), "DLQ")
         .when(~consumer & (topic == SCHEDULE_TOPIC), "SCHED")
-        .when(~consumer & topic.startswith("%RETRY%"), "READY")
-        .when(et == "SEND_BACK", "SENDBACK")
-        .when(et == "PUBLISHED", "PUB")
+        .when(~consumer & topic.startswith(RETRY_TOPIC_PREFIX), "READY")
+        .when(et == EventType.SEND_BACK, "SENDBACK")
+        .when(et == EventType.PUBLISHED, "PUB")
         .otherwise("OTHER")
     )
 
 
 def dlq_bound() -> Column:
     """A schedule copy on its way to the DLQ (4.x orderly/fallback quirk, §2.3, §12): REAL_TOPIC=%DLQ%…"""
-    return F.coalesce(F.col("detail").rlike(r"REAL_TOPIC\W{1,4}%DLQ%"), F.lit(False))
+    return F.coalesce(F.col("detail").rlike(rf"{PROPERTY_REAL_TOPIC}\W{{1,4}}{DLQ_TOPIC_PREFIX}"), F.lit(False))
 
 
 def attempt_of(orderly_groups: tuple[str, ...] = ()) -> Column:

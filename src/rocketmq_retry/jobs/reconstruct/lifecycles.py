@@ -11,10 +11,14 @@ from pyspark.sql import functions as F
 
 from rocketmq_retry import contract as C
 from rocketmq_retry.config import Config
+from rocketmq_retry.contract import HopState
+from rocketmq_retry.engine.model import HopAction
 from rocketmq_retry.jobs.reconstruct.facts import KEY
 
-RETRY_ACTIONS = ("SCHEDULED_RETRY", "REPUBLISHED_RETRY", "LOCAL_RESUBMIT", "ORDERLY_SUSPEND", "INVISIBLE_RETRY",
-                 "FIFO_LOCAL_RETRY")  # fmt: skip
+RETRY_ACTIONS = (
+    HopAction.SCHEDULED_RETRY, HopAction.REPUBLISHED_RETRY, HopAction.LOCAL_RESUBMIT, HopAction.ORDERLY_SUSPEND,
+    HopAction.INVISIBLE_RETRY, HopAction.FIFO_LOCAL_RETRY,
+)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -64,7 +68,7 @@ def attempt_totals(plan: DataFrame) -> DataFrame:
 
 def hop_stats(trans: DataFrame, th: Thresholds) -> DataFrame:
     """Per lifecycle, from its transitions: any inferred hop, redelivery drift, lateness, a missing delivery."""
-    delivered = F.col("to_state") == "DELIVERED"
+    delivered = F.col("to_state") == HopState.DELIVERED
     return trans.groupBy(*KEY).agg(
         F.max(F.col("inferred").cast("int")).alias("any_inferred"),
         F.max(
@@ -99,7 +103,7 @@ def _overdue(th: Thresholds) -> Column:
     """When the last failure's redelivery is late beyond doubt: ``settle_after_ms`` after it was due, or, for a
     redelivery the broker revives (POP and gRPC invisible time, §1.7, §5.3: PopReviveService scans the revive
     topic in batches and may fall behind), the anomaly threshold ``max(late_min, late_factor x its wait)``."""
-    revived = F.col("last_action") == "INVISIBLE_RETRY"
+    revived = F.col("last_action") == HopAction.INVISIBLE_RETRY
     by_wait = F.greatest(
         F.lit(th.late_min_ms), (F.coalesce(F.col("last_wait_ms"), F.lit(0)) * th.late_factor).cast("long")
     )
@@ -111,7 +115,7 @@ def silent_success(th: Thresholds) -> Column:
     # a further failure would have left a copy, a line or a DLQ arrival, so the redelivery succeeded silently (the
     # same reasoning as silent consumptions). With a delivery-recording source the gap is SILENT_LOSS instead.
     return (
-        (F.col("last_outcome") == "FAILED")
+        (F.col("last_outcome") == HopState.FAILED)
         & _retry_pending()
         & (_overdue(th) < F.col("horizon_ms"))
         & ~F.coalesce(F.col("has_delivery_records"), F.lit(False))
@@ -122,9 +126,9 @@ def final_state(th: Thresholds) -> Column:
     return (
         F.when(_dlq_seen(), C.DEAD_LETTERED)
         .when(F.col("last_outcome") == "OK", C.CONSUMED)
-        .when(F.col("last_action") == "DROPPED", C.DROPPED)
+        .when(F.col("last_action") == HopAction.DROPPED, C.DROPPED)
         .when(
-            (F.col("last_action") == "DEAD_LETTER"),
+            (F.col("last_action") == HopAction.DEAD_LETTER),
             F.when(F.col("last_next_expected_ms") <= F.col("horizon_ms"), C.DEAD_LETTERED).otherwise(C.IN_RETRY),
         )
         .when(_retry_pending() & (_overdue(th) >= F.col("horizon_ms")), C.IN_RETRY)
@@ -142,7 +146,7 @@ def settled_by(th: Thresholds, at: Column) -> Column:
     ``final_state`` at that horizon, so a lifecycle is settled by exactly one date's run."""
     fs = F.col("final_state")
     dlq_inferred = (fs == C.DEAD_LETTERED) & ~_dlq_seen()
-    overdue_based = fs.isin(C.CONSUMED, C.UNKNOWN) & (F.col("last_outcome") == "FAILED") & _retry_pending()
+    overdue_based = fs.isin(C.CONSUMED, C.UNKNOWN) & (F.col("last_outcome") == HopState.FAILED) & _retry_pending()
     return (
         F.when(fs == C.IN_RETRY, F.lit(False))
         .when(dlq_inferred, F.col("last_next_expected_ms") <= at)
@@ -157,9 +161,9 @@ def expected_final_state() -> Column:
     return (
         F.when(F.col("last_outcome") == "OK", C.CONSUMED)
         .when(
-            F.col("last_outcome") == "FAILED",
-            F.when(ea == "DEAD_LETTER", C.DEAD_LETTERED)
-            .when(ea == "DROPPED", C.DROPPED)
+            F.col("last_outcome") == HopState.FAILED,
+            F.when(ea == HopAction.DEAD_LETTER, C.DEAD_LETTERED)
+            .when(ea == HopAction.DROPPED, C.DROPPED)
             .when(ea.isNotNull(), C.IN_RETRY),
         )
         .otherwise(C.UNKNOWN)
@@ -176,7 +180,7 @@ def anomalies(th: Thresholds) -> Column:
                     _dlq_seen()
                     & F.col("dlq_threshold").isNotNull()
                     & (F.col("last_attempt") < F.col("dlq_threshold"))
-                    & (F.col("last_engine_action") != "DEAD_LETTER"),
+                    & (F.col("last_engine_action") != HopAction.DEAD_LETTER),
                     F.lit(C.EARLY_DLQ),
                 ),
                 F.when(F.col("late_excess") > 0, F.lit(C.LATE_REDELIVERY)),

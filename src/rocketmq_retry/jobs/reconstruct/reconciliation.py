@@ -27,6 +27,7 @@ from pyspark.sql import Column, DataFrame, Row, Window
 from pyspark.sql import functions as F
 
 from rocketmq_retry import contract
+from rocketmq_retry.contract import EventType, HopState
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -56,34 +57,34 @@ def _reconstructed(transitions: DataFrame, plan: DataFrame, groups: DataFrame) -
     # delivery failed (PopMessageResultFilterImpl → forwardMessageToDeadLetterQueue): its send-back is counted then.
     forward_at = F.when(
         F.col("mode").isin("GRPC", "GRPC_FIFO", "SIMPLE")
-        & (F.col("to_state") == "SENT_BACK")
-        & (F.lead("to_state").over(by_hop) == "DEAD_LETTERED"),
+        & (F.col("to_state") == HopState.SENT_BACK)
+        & (F.lead("to_state").over(by_hop) == HopState.DEAD_LETTERED),
         F.lead(at).over(by_hop),
     )
     minute_of = F.date_trunc("minute", F.coalesce(forward_at, at))
     # 4.x brokers count only the DLQ puts of handleRetryAndDLQ: those reached through a re-publish (REPUBLISHED, or
     # the 4.x DLQ-bound copy's SCHEDULED hop); 5.x counts every DLQ put (SNDBCK2DLQ_TIMES + TOPIC_PUT_NUMS).
-    republished = F.col("from_state").isin("REPUBLISHED", "SCHEDULED")
-    dlq = F.col("to_state") == "DEAD_LETTERED"
+    republished = F.col("from_state").isin(HopState.REPUBLISHED, HopState.SCHEDULED)
+    dlq = F.col("to_state") == HopState.DEAD_LETTERED
     counted_dlq = dlq & ((F.col("broker_major") >= 5) | republished)
     # A DLQ move straight from a failure is the proxy's (or the gRPC FIFO client's) forward to the DLQ, which the
     # broker runs as a consumerSendMsgBack with delay level -1 (ProducerProcessor#forwardMessageToDeadLetterQueue):
     # SNDBCK_PUT_NUMS counts it like any send-back.
-    forwarded = dlq & ~F.col("from_state").isin("SENT_BACK", "REPUBLISHED", "SCHEDULED")
+    forwarded = dlq & ~F.col("from_state").isin(HopState.SENT_BACK, HopState.REPUBLISHED, HopState.SCHEDULED)
     hops = (
         transitions.join(groups.select("consumer_group", "broker_major", "mode"), "consumer_group", "left")
         .withColumn("minute", minute_of)
-        .where(F.col("to_state").isin("SENT_BACK", "DEAD_LETTERED"))
+        .where(F.col("to_state").isin(HopState.SENT_BACK, HopState.DEAD_LETTERED))
         .groupBy("consumer_group", "minute")
         .agg(
-            F.count(F.when((F.col("to_state") == "SENT_BACK") | forwarded, 1)).alias("reconstructed_send_backs"),
+            F.count(F.when((F.col("to_state") == HopState.SENT_BACK) | forwarded, 1)).alias("reconstructed_send_backs"),
             F.count(F.when(counted_dlq, 1)).alias("reconstructed_dlq"),
         )
     )
     # Failed consumptions as the remoting client counts them (each instance of a broadcasting group counts its own;
     # a consume timeout is not a failed result: the listener's late return is counted as it ends).
     failed = plan.where(
-        (F.col("outcome") == "FAILED")
+        (F.col("outcome") == HopState.FAILED)
         & ~F.coalesce(F.col("timeout"), F.lit(False))
         & F.col("fail_t").isNotNull()
         & ~F.col("mode").isin("GRPC", "GRPC_FIFO", "SIMPLE")
@@ -110,9 +111,9 @@ def _counters(obs: DataFrame) -> DataFrame:
         return F.sum(F.when(F.col("event_type").isin(*types), F.col("n")))
 
     return stats.groupBy("consumer_group", "minute").agg(
-        total("SEND_BACK_COUNT").alias("broker_send_backs"),
-        total("DLQ_COUNT", "DLQ_PUT_COUNT").alias("broker_dlq"),
-        total("CONSUME_FAILED_COUNT").alias("client_failures"),
+        total(EventType.SEND_BACK_COUNT).alias("broker_send_backs"),
+        total(EventType.DLQ_COUNT, EventType.DLQ_PUT_COUNT).alias("broker_dlq"),
+        total(EventType.CONSUME_FAILED_COUNT).alias("client_failures"),
     )
 
 
@@ -190,7 +191,7 @@ def reconciliation(
     # A group whose client log shows no failure counter at all on the day: its clients' logs are not collected
     # (or it has no remoting client), so its failures are not compared; a missing minute of a collected one is 0.
     with_client = (
-        obs.where(F.col("event_type") == "CONSUME_FAILED_COUNT")
+        obs.where(F.col("event_type") == EventType.CONSUME_FAILED_COUNT)
         .where(F.col("in_day") & F.col("consumer_group").isNotNull())
         .select("consumer_group")
         .distinct()

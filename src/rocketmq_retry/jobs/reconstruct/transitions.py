@@ -8,8 +8,8 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from rocketmq_retry import contract
-from rocketmq_retry.engine.model import UNKNOWN_TOPIC
-from rocketmq_retry.jobs.reconstruct.events import SCHEDULE_TOPIC
+from rocketmq_retry.contract import HopState
+from rocketmq_retry.engine.model import DLQ_TOPIC_PREFIX, RETRY_TOPIC_PREFIX, SCHEDULE_TOPIC, UNKNOWN_TOPIC, HopAction
 from rocketmq_retry.jobs.reconstruct.facts import KEY
 
 TRANSITION_COLUMNS = contract.columns("transitions")
@@ -55,15 +55,15 @@ def _pop_retry_topic(name: str) -> Column:
 
 
 def _retry_topic() -> Column:
-    return F.concat(F.lit("%RETRY%"), F.col("consumer_group"))
+    return F.concat(F.lit(RETRY_TOPIC_PREFIX), F.col("consumer_group"))
 
 
 def _scheduled_path() -> Column:
-    return F.col("hop_action").isin("SCHEDULED_RETRY", "REPUBLISHED_RETRY")
+    return F.col("hop_action").isin(HopAction.SCHEDULED_RETRY, HopAction.REPUBLISHED_RETRY)
 
 
 def _dlq_via_schedule() -> Column:
-    return (F.col("hop_action") == "DEAD_LETTER") & F.coalesce(F.col("via_schedule"), F.lit(False))
+    return (F.col("hop_action") == HopAction.DEAD_LETTER) & F.coalesce(F.col("via_schedule"), F.lit(False))
 
 
 def delivered_hop() -> Column:
@@ -71,12 +71,15 @@ def delivered_hop() -> Column:
     prev = F.col("prev_hop_action")
     deliver_topic = (
         F.when(r == 0, F.col("original_topic"))
-        .when(prev.isin("SCHEDULED_RETRY", "REPUBLISHED_RETRY"), F.coalesce(F.col("ready_topic"), _retry_topic()))
-        .when(prev.isin("INVISIBLE_RETRY"), _pop_retry_topic("prev_next_topic"))
+        .when(
+            prev.isin(HopAction.SCHEDULED_RETRY, HopAction.REPUBLISHED_RETRY),
+            F.coalesce(F.col("ready_topic"), _retry_topic()),
+        )
+        .when(prev.isin(HopAction.INVISIBLE_RETRY), _pop_retry_topic("prev_next_topic"))
         .otherwise(F.col("original_topic"))
     )
     return _hop(
-        "DELIVERED",
+        HopState.DELIVERED,
         observed=F.coalesce("delivery_at", "seen_at"),
         expected=F.when(r == 0, F.lit(None)).otherwise(F.col("prev_next_expected_ms")),
         topic=deliver_topic,
@@ -92,7 +95,7 @@ def delivered_hop() -> Column:
 
 def outcome_hop() -> Column:
     return _hop(
-        F.when(F.col("outcome") == "OK", "CONSUMED").otherwise("FAILED"),
+        F.when(F.col("outcome") == "OK", HopState.CONSUMED).otherwise(HopState.FAILED),
         observed=F.when(F.col("outcome") == "OK", F.col("ok_at")).otherwise(F.col("fail_t")),
         expected=F.lit(None),
         topic=F.lit(None),
@@ -108,10 +111,12 @@ def outcome_hop() -> Column:
 def sent_hop() -> Column:
     """The send-back (or the client's re-publish) of a failure that goes to the retry or DLQ path."""
     act = F.col("hop_action")
-    plain_send = (F.col("mode") == "ORDERLY") | F.col("variant").isin("RPC_FAILED") | (act == "REPUBLISHED_RETRY")
+    plain_send = (
+        (F.col("mode") == "ORDERLY") | F.col("variant").isin("RPC_FAILED") | (act == HopAction.REPUBLISHED_RETRY)
+    )
     send_obs = F.coalesce("sendback_at", "sbf_at", "sched_at")
     return _hop(
-        F.when(plain_send, "REPUBLISHED").otherwise("SENT_BACK"),
+        F.when(plain_send, HopState.REPUBLISHED).otherwise(HopState.SENT_BACK),
         observed=send_obs,
         expected=F.col("fail_t"),
         topic=_retry_topic(),
@@ -120,13 +125,13 @@ def sent_hop() -> Column:
         rt=F.col("attempt"),
         inferred=send_obs.isNull(),
         evidence=F.concat(F.col("ev_sendback"), F.coalesce(F.col("ev_sched"), F.array().cast("array<string>"))),
-        when=_scheduled_path() | (act == "DEAD_LETTER"),
+        when=_scheduled_path() | (act == HopAction.DEAD_LETTER),
     )
 
 
 def scheduled_hop() -> Column:
     return _hop(
-        "SCHEDULED",
+        HopState.SCHEDULED,
         observed=F.col("sched_at"),
         expected=F.coalesce("sendback_at", "fail_t"),
         topic=F.lit(SCHEDULE_TOPIC),
@@ -143,7 +148,7 @@ def ready_hop() -> Column:
     """The retry copy becoming deliverable; an expected one after the horizon is pending, not drawn."""
     ready_expected = F.col("next_expected_ms")
     return _hop(
-        "READY",
+        HopState.READY,
         observed=F.col("ready_at"),
         expected=ready_expected,
         topic=F.coalesce(F.col("ready_topic"), _retry_topic()),
@@ -161,23 +166,27 @@ def local_wait_hop() -> Column:
     """A retry that stays on the client or in the queue: orderly suspend, local resubmit, invisible, FIFO local."""
     act = F.col("hop_action")
     return _hop(
-        F.when(act == "ORDERLY_SUSPEND", "SUSPENDED")
-        .when(act == "LOCAL_RESUBMIT", "LOCAL_RETRY")
-        .otherwise("INVISIBLE"),
-        observed=F.when(act == "ORDERLY_SUSPEND", F.when(F.col("suspend"), F.col("fail_at"))).when(
-            act == "LOCAL_RESUBMIT", F.col("local_at")
+        F.when(act == HopAction.ORDERLY_SUSPEND, HopState.SUSPENDED)
+        .when(act == HopAction.LOCAL_RESUBMIT, HopState.LOCAL_RETRY)
+        .otherwise(HopState.INVISIBLE),
+        observed=F.when(act == HopAction.ORDERLY_SUSPEND, F.when(F.col("suspend"), F.col("fail_at"))).when(
+            act == HopAction.LOCAL_RESUBMIT, F.col("local_at")
         ),
         expected=F.col("fail_t"),
-        topic=F.when(act.isin("INVISIBLE_RETRY"), _pop_retry_topic("next_topic")).otherwise(F.col("original_topic")),
+        topic=F.when(act.isin(HopAction.INVISIBLE_RETRY), _pop_retry_topic("next_topic")).otherwise(
+            F.col("original_topic")
+        ),
         queue=F.lit(None),
         level=F.lit(None),
         rt=F.col("attempt") + 1,
         inferred=~(
-            ((act == "ORDERLY_SUSPEND") & F.coalesce(F.col("suspend"), F.lit(False)))
-            | ((act == "LOCAL_RESUBMIT") & F.col("local_at").isNotNull())
+            ((act == HopAction.ORDERLY_SUSPEND) & F.coalesce(F.col("suspend"), F.lit(False)))
+            | ((act == HopAction.LOCAL_RESUBMIT) & F.col("local_at").isNotNull())
         ),
         evidence=F.col("ev_sendback"),
-        when=act.isin("ORDERLY_SUSPEND", "LOCAL_RESUBMIT", "INVISIBLE_RETRY", "FIFO_LOCAL_RETRY"),
+        when=act.isin(
+            HopAction.ORDERLY_SUSPEND, HopAction.LOCAL_RESUBMIT, HopAction.INVISIBLE_RETRY, HopAction.FIFO_LOCAL_RETRY
+        ),
     )
 
 
@@ -185,23 +194,23 @@ def dead_letter_hop() -> Column:
     """The DLQ arrival; an expected one after the horizon is pending, not drawn."""
     dlq_expected = F.coalesce("sched_at", "sendback_at", "fail_t") + F.coalesce(F.col("wait_ms"), F.lit(0))
     return _hop(
-        "DEAD_LETTERED",
+        HopState.DEAD_LETTERED,
         observed=F.col("dlq_ms"),
         expected=dlq_expected,
-        topic=F.concat(F.lit("%DLQ%"), F.col("consumer_group")),
+        topic=F.concat(F.lit(DLQ_TOPIC_PREFIX), F.col("consumer_group")),
         queue=F.lit(0),
         level=F.lit(None),
         rt=F.coalesce(F.col("dlq_r"), F.col("attempt") + F.col("dlq_copy_offset")),
         inferred=F.col("dlq_ms").isNull(),
         evidence=F.col("ev_dlq"),
-        when=(F.col("hop_action") == "DEAD_LETTER")
+        when=(F.col("hop_action") == HopAction.DEAD_LETTER)
         & (F.col("dlq_ms").isNotNull() | (dlq_expected <= F.col("horizon_ms"))),
     )
 
 
 def dropped_hop() -> Column:
     return _hop(
-        "DROPPED",
+        HopState.DROPPED,
         observed=F.col("drop_at"),
         expected=F.col("fail_t"),
         topic=F.lit(None),
@@ -210,7 +219,7 @@ def dropped_hop() -> Column:
         rt=F.col("attempt"),
         inferred=F.col("drop_at").isNull(),
         evidence=F.col("ev_drop"),
-        when=F.col("hop_action") == "DROPPED",
+        when=F.col("hop_action") == HopAction.DROPPED,
     )
 
 
@@ -235,7 +244,7 @@ def numbered_hops(hops: DataFrame) -> DataFrame:
     w = Window.partitionBy(*KEY).orderBy("attempt", "seq")
     x = hops.withColumn("hop", (F.row_number().over(w) - 1).cast("int"))
     x = x.withColumn("from_state", F.lag(F.col("h.to_state")).over(w))
-    first_from = F.lit("PUBLISHED")
+    first_from = F.lit(HopState.PUBLISHED)
     return x.select(
         *KEY,
         "hop",
