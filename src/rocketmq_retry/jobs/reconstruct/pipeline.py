@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import datetime as dt
 from dataclasses import dataclass, field
-from zoneinfo import ZoneInfo
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -28,6 +27,7 @@ from rocketmq_retry.jobs.reconstruct.lifecycles import Thresholds, lifecycles_fr
 from rocketmq_retry.jobs.reconstruct.reconciliation import reconciliation
 from rocketmq_retry.jobs.reconstruct.tables import engine_tables, subscriptions
 from rocketmq_retry.jobs.reconstruct.transitions import TRANSITION_COLUMNS, transitions_from
+from rocketmq_retry.logformats import timefmt
 
 
 @dataclass
@@ -52,11 +52,9 @@ class Outputs:
 
 
 def day_bounds(day: str, zone: str = "UTC") -> tuple[int, int]:
-    """Epoch ms of D's start and end: dt=D is the calendar day D in the configuration's zone (as ingest writes it)."""
-    tz = ZoneInfo(zone)
-    start = dt.datetime.fromisoformat(day).replace(tzinfo=tz)
-    end = (dt.datetime.fromisoformat(day) + dt.timedelta(days=1)).replace(tzinfo=tz)
-    return int(start.timestamp() * 1000), int(end.timestamp() * 1000)
+    """Epoch ms of D's start and end: dt=D is the calendar day D in the configuration's zone (as ingest writes it;
+    the one day-bounds computation is ``logformats.timefmt.day_bounds_ms``, which the simulator uses too)."""
+    return timefmt.day_bounds_ms(dt.date.fromisoformat(day), zone)
 
 
 def _checkpoint(df: DataFrame) -> DataFrame:
