@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import pathlib
 import subprocess
 import sys
 from typing import Any
@@ -125,3 +126,17 @@ def test_reconstruct_writers_write_the_contract(spark: Any) -> None:
             assert _shape(getattr(out, table).schema) == _contract_shape(table), table
     finally:
         out.release()
+
+
+def test_design_shows_the_contract_as_contract_py_spells_it() -> None:
+    """DESIGN §4's tables are generated (``python -m rocketmq_retry.contract --write docs/DESIGN.md``): a column or
+    value added, renamed or reordered in contract.py and not regenerated fails here."""
+    design = (pathlib.Path(__file__).resolve().parents[1] / "docs" / "DESIGN.md").read_text(encoding="utf-8")
+    assert contract.document_with_markdown(design) == design
+    assert "| `ingest_report` | `source_file` string," in design and "`dlq_inferred` boolean" in design
+
+
+def test_the_generated_block_changes_with_the_contract(monkeypatch: pytest.MonkeyPatch) -> None:
+    before = contract.markdown()
+    monkeypatch.setitem(contract.SCHEMAS, "bindings", (*contract.SCHEMAS["bindings"], ("extra", "string")))
+    assert contract.markdown() != before and "`lines` bigint, `extra` string |" in contract.markdown()

@@ -419,3 +419,59 @@ GROUP_EVENT_TYPES = (
 )  # fmt: skip
 # A group's per-minute counters (broker stats.log, 5.x broker_default.log, the client's own stats lines).
 COUNTER_EVENT_TYPES = (_E.SEND_BACK_COUNT, _E.DLQ_COUNT, _E.DLQ_PUT_COUNT, _E.CONSUME_FAILED_COUNT)
+
+
+# --------------------------------------------------------------------------------------------------------------
+# the contract as DESIGN §4 shows it
+
+DOC_BEGIN = "<!-- generated from contract.py: python -m rocketmq_retry.contract --write docs/DESIGN.md -->"
+DOC_END = "<!-- end of generated contract -->"
+
+
+def markdown() -> str:
+    """DESIGN §4's tables: every table's columns in written order with their types, then the enumerated columns'
+    values (tests/test_contract.py fails when the document's copy differs)."""
+    code = ", ".join
+    lines = ["| table | columns in written order (Spark SQL types) |", "|---|---|"]
+    for table, schema in SCHEMAS.items():
+        lines.append(f"| `{table}` | {code(f'`{name}` {dtype}' for name, dtype in schema)} |")
+    enumerations = (
+        ("`events.event_type`", EVENT_TYPES),
+        ("`transitions.from_state`, `to_state`", HOP_STATES),
+        ("`lifecycles.final_state`, `expected_final_state`", FINAL_STATES),
+        ("`lifecycles.anomalies`", ANOMALY_CODES),
+        ("`lifecycles.evidence_class`", EVIDENCE_CLASSES),
+        ("`lifecycles.attribution`, `dead_letters.attribution`", ATTRIBUTIONS),
+        ("`unattributed.reason`", tuple(UNATTRIBUTED_REASONS)),
+        ("`reconciliation.cause`", tuple(RECONCILIATION_CAUSES)),
+    )
+    lines += ["", "| column | values |", "|---|---|"]
+    lines += [f"| {column} | {code(f'`{v}`' for v in values)} |" for column, values in enumerations]
+    lines.append(f"\nThe key of `lifecycles` and `dead_letters` (one row each): {code(f'`{k}`' for k in KEY)}.")
+    return "\n".join(lines)
+
+
+def document_with_markdown(text: str) -> str:
+    """``text`` (DESIGN.md) with what stands between DOC_BEGIN and DOC_END replaced by ``markdown()``."""
+    start, end = text.find(DOC_BEGIN), text.find(DOC_END)
+    if start < 0 or end < start:
+        raise ValueError(f"the document has no {DOC_BEGIN!r} … {DOC_END!r} block")
+    return text[: start + len(DOC_BEGIN)] + "\n" + markdown() + "\n" + text[end:]
+
+
+def main(argv: list[str] | None = None) -> int:
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m rocketmq_retry.contract", description=markdown.__doc__)
+    parser.add_argument("--write", metavar="DESIGN_MD", help="replace the generated block of this file in place")
+    args = parser.parse_args(argv)
+    if not args.write:
+        print(markdown())
+        return 0
+    path = pathlib.Path(args.write)
+    path.write_text(document_with_markdown(path.read_text(encoding="utf-8")), encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
