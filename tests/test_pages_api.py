@@ -117,7 +117,8 @@ def test_dead_letter_filters_narrow_the_rows(client: TestClient) -> None:
     assert ids(**{"from": "2026-11-22"}) == []
     page = client.get("/dead-letters", params={"group": "order-consumer"}).text
     assert 'id="n-rows">3<' in page and "GAVE_UP" in page and "refund service unavailable" in page
-    assert '<td class="keys">ORD-2</td>' in page and "built-in method" not in page
+    assert '<td class="cut keys" title="ORD-2">ORD-2</td>' in page and "built-in method" not in page
+    assert "<dt>keys</dt><dd>ORD-2</dd>" in page  # ... and in full in the row's detail
 
 
 def test_paging(client: TestClient) -> None:

@@ -207,6 +207,14 @@ class DeadLetterRow(_Result):
     handler: str | None
     last_attempt_at: dt.datetime | None
     last_error: str | None
+    completed_at: dt.datetime | None = None  # the ledger's: when the compensation's effect was done
+
+
+# What the dead-letter table may be sorted by (the read layer's names; dead_letters.SORT_SQL holds their SQL).
+DEAD_LETTER_SORTS = (
+    "date", "consumer_group", "msg_id", "topic", "tag", "keys", "reconsume_times", "dlq_at", "compensation_state",
+    "attempts",
+)  # fmt: skip
 
 
 @dataclasses.dataclass(frozen=True)
@@ -218,6 +226,8 @@ class DeadLetterPage(_Result):
     page_size: int
     total: int  # rows matching the filters over the whole range
     rows: list[DeadLetterRow]
+    sort: str | None = None  # one of DEAD_LETTER_SORTS; None: newest date first, then group and msg_id
+    descending: bool = False
 
     @property
     def pages(self) -> int:

@@ -188,8 +188,14 @@ class Explorer:
         filters: DeadLetterFilter | None = None,
         page: int = 1,
         page_size: int = 50,
+        *,
+        sort: str | None = None,
+        descending: bool = False,
     ) -> DeadLetterPage:
-        return _dead_letters.dead_letter_page(self, date_from, date_to, filters, page, page_size)
+        """``sort``: one of ``DEAD_LETTER_SORTS`` (ties: newest date first, then group and msg_id)."""
+        return _dead_letters.dead_letter_page(
+            self, date_from, date_to, filters, page, page_size, sort=sort, descending=descending
+        )
 
     def dead_letters_csv(
         self, date_from: object, date_to: object, filters: DeadLetterFilter | None = None
@@ -234,6 +240,7 @@ class Explorer:
                 "handler": pa.array(columns["handler"], pa.string()),
                 "last_attempt_at": pa.array(columns["last_attempt_at"], pa.timestamp("us", tz="UTC")),
                 "last_error": pa.array(columns["last_error"], pa.string()),
+                "completed_at": pa.array(columns["completed_at"], pa.timestamp("us", tz="UTC")),
             }
         )
         assert tuple(table.column_names) == STATE_COLUMNS
