@@ -1,6 +1,6 @@
 """A literal day for the operator's desk (issue 34): 50 dead letters with values as long as real ones (keys of
 three ids, long group names, a 300-character error), and one message that failed 17 times: delivered, failed,
-sent back, scheduled at levels 3..18 and redelivered 16 times, then dead-lettered 4 h 46 min 40 s after its
+sent back, scheduled at levels 3..18 and redelivered 16 times, then dead-lettered 4 h 45 min 42 s after its
 first delivery, and compensated by the ``refund-api`` handler. Every other letter's handler fails, so the ledger
 holds GAVE_UP rows (re-drivable) next to the DONE one. Written with the data contract's columns
 (test_pages_support.write_table) and compensated by the real batch service."""
@@ -20,7 +20,7 @@ GROUP = "GID_order_fulfilment_shipment_dispatch_consumer"
 RETRIED = "0A00023727274624BE3467AB29860003"  # the message that failed 17 times
 LETTERS = 50
 START = dt.datetime(2026, 11, 21, 1, 0, 0, tzinfo=dt.UTC)
-# RocketMQ's default messageDelayLevel from level 3 on: the waits of 16 scheduled retries (4 h 46 min 40 s)
+# RocketMQ's default messageDelayLevel from level 3 on: the waits of 16 scheduled retries (4 h 45 min 40 s)
 LEVEL_DELAYS = (10, 30, 60, 120, 180, 240, 300, 360, 420, 480, 540, 600, 1200, 1800, 3600, 7200)
 EXCEPTION = (
     "java.lang.IllegalStateException: shipment-service unavailable for orderId=ORD-26112100058, "

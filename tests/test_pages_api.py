@@ -176,7 +176,10 @@ def test_story_page_has_the_timeline_evidence_and_ledger(client: TestClient) -> 
     assert page.status_code == 200
     html = page.text
     svg = html[html.index('<svg class="chart timeline"') : html.index("</svg>", html.index("chart timeline"))]
-    assert svg.count('class="observed"') == 4 and svg.count('class="expected"') == 4
+    # one step per hop in hop order, each with the wait since the previous one written on its link
+    assert svg.count('<g class="step"') == 4 and svg.count('class="observed"') == 4
+    assert [int(h) for h in re.findall(r'data-hop="(\d+)"', svg)] == [0, 1, 2, 3]
+    assert re.findall(r'class="wait"[^>]*>([^<]*)<', svg) == ["+1 s", "+44 s", "+13 min"]
     assert "drift +34.0 s" in svg  # the late redelivery
     assert "app-1/logs/rocketmq_client.log:102" in html  # evidence line with file:line
     assert "<th>ledger state</th><td>DONE</td>" in html

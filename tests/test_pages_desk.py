@@ -53,7 +53,7 @@ def test_durations_read_as_an_operator_says_them() -> None:
 def test_every_column_sorts_on_the_server(client: TestClient) -> None:
     default = _rows(_page(client))
     assert len(default) == 50 and default[0] == desk.msg_id(2)  # the first group, then msg_id
-    # longest in the DLQ first: the earliest DLQ time; the 17-retry message went last (05:46:42)
+    # longest in the DLQ first: the earliest DLQ time; the 17-retry message went last (05:45:42)
     age = _rows(_page(client, sort="age", dir="desc"))
     assert age[0] == desk.msg_id(1) and age[-1] == desk.RETRIED
     assert _rows(_page(client, sort="age", dir="asc"))[0] == desk.RETRIED
@@ -84,7 +84,7 @@ def test_time_in_the_dlq(client: TestClient, site: tuple[pathlib.Path, pathlib.P
     with open_warehouse(*site) as ex:
         record = ex.story(desk.RETRIED)[0].compensation
     assert record is not None and record.state == "DONE" and record.completed_at is not None
-    dlq_at = dt.datetime(2026, 11, 21, 5, 46, 42, tzinfo=dt.UTC)
+    dlq_at = dt.datetime(2026, 11, 21, 5, 45, 42, tzinfo=dt.UTC)
     done = duration_text((record.completed_at - dlq_at).total_seconds())
     completed = record.completed_at.replace(microsecond=0).isoformat().replace("+00:00", "Z")
     # a compensated letter waited until its compensation was done ...
@@ -118,3 +118,55 @@ def test_date_filters_are_iso_text(client: TestClient) -> None:
         html = client.get(url).text
         assert 'type="date"' not in html, url  # a date input shows the browser's locale (11/21/2026)
         assert f'value="{DAY}" pattern="\\d{{4}}-\\d{{2}}-\\d{{2}}" placeholder="YYYY-MM-DD"' in html, url
+
+
+def _summary(html: str) -> str:
+    found = re.search(r'<p class="summary" id="summary-1">(.*?)</p>', html)
+    assert found is not None
+    return found.group(1)
+
+
+def test_message_page_opens_with_one_sentence(client: TestClient, site: tuple[pathlib.Path, pathlib.Path]) -> None:
+    from rocketmq_retry.explore import open_warehouse
+
+    with open_warehouse(*site) as ex:
+        record = ex.story(desk.RETRIED)[0].compensation
+    assert record is not None and record.completed_at is not None
+    done = record.completed_at.strftime("%Y-%m-%d %H:%M")  # another day than the DLQ move's: the date is said
+    error = "IllegalStateException: shipment-service unavailable for orderId=ORD-26112100058"
+    assert _summary(client.get(f"/messages/{desk.RETRIED}").text) == (
+        f'Failed 17 times with <code title="{error}">{error}</code>, dead-lettered 4 h 45 min after its first '
+        f'delivery, compensated by <code title="refund-api">refund-api</code> at {done}.'
+    )
+
+
+def test_the_sentence_says_only_what_is_established(site: tuple[pathlib.Path, pathlib.Path]) -> None:
+    import dataclasses
+
+    from rocketmq_retry.explore import open_warehouse
+    from rocketmq_retry.explore.summary import exception_of, summary
+
+    def text(story: Any) -> str:
+        return "".join(f"`{p.text}`" if p.code else p.text for p in summary(story))
+
+    with open_warehouse(*site) as ex:
+        story = ex.story(desk.RETRIED)[0]
+        other = ex.story(desk.msg_id(1))[0]
+    # no line shows the DLQ move's time: no span is measured
+    hops = [
+        dataclasses.replace(h, observed_at=None, inferred=True) if h.to_state == "DEAD_LETTERED" else h
+        for h in story.hops
+    ]
+    assert "dead-lettered (the move is inferred: no line shows its time)" in text(dataclasses.replace(story, hops=hops))
+    # failures whose lines carry no exception: no "with"
+    bare = dataclasses.replace(story, evidence=[dataclasses.replace(e, detail=None) for e in story.evidence])
+    assert text(bare).startswith("Failed 17 times, dead-lettered 4 h 45 min after")
+    # a letter without hops in the warehouse (the other 49) and a ledger that gave up
+    assert text(other) == "Dead-lettered at 2026-11-21 01:01, compensation by `warehouse-api` gave up after 1 attempt."
+    unregistered = dataclasses.replace(other, compensation=None)
+    assert text(unregistered) == "Dead-lettered at 2026-11-21 01:01, not registered for compensation yet."
+    assert exception_of("java.lang.IllegalStateException: down, com.example.A.b(A.java:74)") == (
+        "IllegalStateException: down"
+    )
+    assert exception_of("com.example.Boom") == "Boom" and exception_of("  ") is None
+    assert exception_of("timeout after 3000 ms, see a.b.C") == "timeout after 3000 ms, see a.b.C"

@@ -125,3 +125,28 @@ def test_dead_letters_fit_inside_airflows_frame(server: str, page: Page, shots: 
     )
     assert in_view >= 15, in_view
     page.screenshot(shots / "desk-dead-letters-in-frame.png")
+
+
+def test_message_page_timeline_in_hop_order(server: str, page: Page, shots: pathlib.Path) -> None:
+    page.open(f"{server}/messages/{desk.RETRIED}")
+    chart = page.eval(
+        """(() => {
+      const svg = document.querySelector('svg.chart.timeline');
+      const box = svg.getBoundingClientRect();
+      const labels = [...svg.querySelectorAll('text')].map(t => t.getBoundingClientRect());
+      const steps = [...svg.querySelectorAll('g.step')];
+      const xs = steps.slice(0, 8).map(g => g.querySelector('circle').getBoundingClientRect().x);
+      return {
+        height: box.height, width: box.width, steps: steps.length,
+        clipped: labels.filter(r => r.left < box.left - 0.5 || r.right > box.right + 0.5).length,
+        gaps: xs.slice(1).map((x, i) => Math.round(x - xs[i])),
+        summary: document.getElementById('summary-1').innerText,
+      };
+    })()"""
+    )
+    assert chart["steps"] == 83  # 16 retries of 5 hops, then delivered, failed, dead-lettered
+    assert chart["clipped"] == 0, chart  # no label cut at an edge
+    assert len(set(chart["gaps"])) == 1, chart  # evenly spaced: one step per hop, not a time axis
+    assert chart["width"] <= WIDTH and chart["height"] < 900, chart  # was 2,218 px tall on the example day
+    assert chart["summary"].startswith("Failed 17 times with IllegalStateException: shipment-service unavailable")
+    page.screenshot(shots / "desk-message-1280x800.png")

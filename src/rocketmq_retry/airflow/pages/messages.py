@@ -38,7 +38,10 @@ def messages_router(pages: Pages) -> APIRouter:
         date_to: Annotated[str | None, Query(alias="to")] = None,
     ) -> HTMLResponse:
         first, last = check_range(date_from, date_to)
-        stories = [plain(s) for s in pages.answer(lambda: pages.explorer().story(msg_id, group or None, first, last))]
+        from rocketmq_retry.explore.summary import summary
+
+        found = pages.answer(lambda: pages.explorer().story(msg_id, group or None, first, last))
+        stories = [{**plain(s), "summary": summary(s)} for s in found]
         if not stories:
             raise HTTPException(status_code=404, detail=f"no lifecycle of {msg_id!r}")
         return render(request, "story.html", msg_id=msg_id, stories=stories, nav="messages")
