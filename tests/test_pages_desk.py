@@ -170,3 +170,16 @@ def test_the_sentence_says_only_what_is_established(site: tuple[pathlib.Path, pa
     )
     assert exception_of("com.example.Boom") == "Boom" and exception_of("  ") is None
     assert exception_of("timeout after 3000 ms, see a.b.C") == "timeout after 3000 ms, see a.b.C"
+
+
+def test_search_by_prefix_in_any_case(client: TestClient) -> None:
+    def found(q: str) -> list[str]:
+        html = client.get("/messages", params={"q": q}).text
+        return re.findall(r'<a href="/messages/([0-9A-F]+)\?group=', html)
+
+    assert found("ord-26112100058") == [desk.RETRIED]  # the business key, typed in lower case
+    assert found("trace-9F86") == sorted(desk.msg_id(i) for i in range(1, 50))  # one of the KEYS, by its start
+    assert found("0a00023727274624be") == [desk.RETRIED]  # the start of a msg_id
+    assert found("9f86d081") == []  # the middle of a key is not its start
+    html = client.get("/messages", params={"q": "ORD-2611210"}).text
+    assert '<p class="muted" id="found-count">50 lifecycles match <q>ORD-2611210</q>' in html

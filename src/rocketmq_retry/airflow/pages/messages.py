@@ -25,8 +25,17 @@ def messages_router(pages: Pages) -> APIRouter:
         first, last = check_range(date_from, date_to)
         if query:
             found = [plain(m) for m in pages.answer(lambda: pages.explorer().find(query, first, last))]
+        from rocketmq_retry.explore.search import MAX_FOUND
+
         return render(
-            request, "messages.html", q=query, found=found, first=first or "", last=last or "", nav="messages"
+            request,
+            "messages.html",
+            q=query,
+            found=found,
+            max_found=MAX_FOUND,
+            first=first or "",
+            last=last or "",
+            nav="messages",
         )
 
     @router.get("/messages/{msg_id}", dependencies=pages.read, response_class=HTMLResponse)
