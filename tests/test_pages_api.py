@@ -251,3 +251,23 @@ def test_every_route_requires_dag_read_access(site: tuple[pathlib.Path, pathlib.
     redrive = next(r for r in routes if r.path == "/redrive")
     redrive_checks = [d.call.__qualname__ for d in redrive.dependant.dependencies]
     assert redrive_checks.count("requires_access_dag.<locals>.inner") == 2
+
+
+def test_bad_parameters_get_the_pages_error_page(client: TestClient) -> None:
+    page = client.get("/dead-letters", params={"page_size": 5000, "dir": "up"})
+    assert page.status_code == 422 and page.headers["content-type"].startswith("text/html")
+    assert '<link rel="stylesheet" href="/static/ops.css">' in page.text  # the pages' own style, not raw JSON
+    detail = re.search(r'<p class="error" id="error-detail">(.*?)</p>', page.text)
+    assert detail is not None
+    assert detail.group(1) == (
+        "page_size: Input should be less than or equal to 1000; dir: Input should be &#39;asc&#39; or &#39;desc&#39;"
+    )
+    assert page.headers["content-security-policy"].startswith("default-src 'none'")
+    # an API client (no text/html in its Accept) keeps FastAPI's JSON
+    api = client.get("/dead-letters", params={"page_size": 5000}, headers={"accept": "application/json"})
+    assert api.status_code == 422 and api.json()["detail"][0]["loc"] == ["query", "page_size"]
+    refused = client.get("/runs/2026-13-01", headers={"accept": "application/json"})
+    assert refused.status_code == 400
+    assert refused.json() == {"detail": "date '2026-13-01' does not exist in the calendar"}
+    page = client.get("/runs/2026-13-01")  # ... and a browser gets the same words on the error page
+    assert page.status_code == 400 and "date &#39;2026-13-01&#39; does not exist in the calendar" in page.text

@@ -10,6 +10,7 @@ import os
 import re
 from collections.abc import Iterator
 from typing import Any
+from urllib.parse import urlencode
 
 import pytest
 from fastapi.testclient import TestClient
@@ -79,6 +80,23 @@ def test_no_token_no_page(api: TestClient) -> None:
     assert api.post(OPS + "/redrive", data={"selected": "x"}).status_code == 401
     forged = {"Authorization": "Bearer not-a-jwt"}
     assert api.get(OPS + "/dead-letters", headers=forged).status_code == 403
+
+
+def test_signed_out_browser_goes_to_the_login_page_and_back(api: TestClient) -> None:
+    """A shared link opened without a session: the browser is sent to Airflow's login route with the page as
+    the return path (Airflow checks it and asks its auth manager for the login page); an API client still gets
+    401 JSON (test_no_token_no_page)."""
+    html = {"accept": "text/html,application/xhtml+xml"}
+    answer = api.get(f"{OPS}/dead-letters?group=order-consumer&state=GAVE_UP", headers=html, follow_redirects=False)
+    assert answer.status_code == 303
+    back = "/rocketmq-retry/ops/dead-letters?group=order-consumer&state=GAVE_UP"
+    assert answer.headers["location"] == "/api/v2/auth/login?" + urlencode({"next": back})
+    login = api.get(answer.headers["location"], follow_redirects=False)
+    assert login.status_code == 307 and login.headers["location"].endswith("?" + urlencode({"next": back}))
+    assert "/auth/" in login.headers["location"]  # the auth manager's login page
+    # a user without the permission gets the pages' error page, not a login loop
+    forged = api.get(f"{OPS}/runs/{DAY}", headers={**html, "Authorization": "Bearer not-a-jwt"})
+    assert forged.status_code == 403 and '<p class="error" id="error-detail">' in forged.text
 
 
 def test_viewer_reads_but_cannot_redrive(api: TestClient) -> None:
