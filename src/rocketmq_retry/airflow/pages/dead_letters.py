@@ -13,7 +13,7 @@ from fastapi.responses import HTMLResponse, StreamingResponse
 from rocketmq_retry import contract
 from rocketmq_retry.airflow.pages import guard
 from rocketmq_retry.airflow.pages.context import SECURITY_HEADERS, Pages, check_choice, check_range, plain, render
-from rocketmq_retry.airflow.pages.redrive import MAX_REDRIVE, REDRIVABLE
+from rocketmq_retry.airflow.pages.redrive import MAX_REDRIVE, REDRIVABLE, redrive_paused
 
 PAGE_SIZE = 100
 MAX_PAGE_SIZE = 1000
@@ -63,6 +63,8 @@ def dead_letters_router(pages: Pages) -> APIRouter:
             selectable=selectable,
             now=plain_time(now),
             max_redrive=MAX_REDRIVE,
+            paused=redrive_paused() if may_redrive else None,
+            redrive_dag=guard.REDRIVE_DAG_ID,
             states=_states(),
             attributions=contract.ATTRIBUTIONS,
             redrivable=REDRIVABLE,
