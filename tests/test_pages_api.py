@@ -271,3 +271,28 @@ def test_bad_parameters_get_the_pages_error_page(client: TestClient) -> None:
     assert refused.json() == {"detail": "date '2026-13-01' does not exist in the calendar"}
     page = client.get("/runs/2026-13-01")  # ... and a browser gets the same words on the error page
     assert page.status_code == 400 and "date &#39;2026-13-01&#39; does not exist in the calendar" in page.text
+
+
+def test_overview_cards_link_their_filtered_lists(client: TestClient) -> None:
+    html = client.get(f"/runs/{DAY}").text
+    base = f"/runs/{DAY}/lifecycles"
+    assert f'id="card-lifecycles" href="{base}"' in html
+    assert f'id="card-DEAD_LETTERED" href="{base}?state=DEAD_LETTERED"' in html
+    assert f'id="card-dead-letters" href="/dead-letters?from={DAY}&amp;to={DAY}"' in html
+    assert f'<a href="{base}?anomaly=LATE_REDELIVERY">1</a>' in html  # the anomaly's count
+    assert f'<a href="{base}?state=DEAD_LETTERED&amp;group=order-consumer">3</a>' in html  # a group's count
+
+    def ids(**params: Any) -> list[str]:
+        page = client.get(base, params=params)
+        assert page.status_code == 200, page.text
+        return _rows(page.text)
+
+    assert len(ids()) == 6
+    assert sorted(ids(state="DEAD_LETTERED")) == [f"{lit.PLAIN}{i}" for i in range(5)]
+    assert ids(state="CONSUMED") == [f"{lit.PLAIN}9"] == ids(anomaly="LATE_REDELIVERY")
+    assert ids(state="DEAD_LETTERED", group="order-consumer") == [f"{lit.PLAIN}{i}" for i in range(3)]
+    assert ids(group=lit.HOSTILE_GROUP) == [f"{lit.PLAIN}4"]
+    hostile = client.get(base, params={"group": lit.HOSTILE_GROUP}).text
+    assert "<script>document.title" not in hostile and "&lt;script&gt;document.title" in hostile
+    assert client.get(base, params={"state": "LOST"}).status_code == 400
+    assert client.get("/runs/2026-11-19/lifecycles").status_code == 404

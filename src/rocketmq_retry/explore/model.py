@@ -234,6 +234,43 @@ class DeadLetterPage(_Result):
         return max(1, -(-self.total // self.page_size))
 
 
+# --- lifecycles ---------------------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class LifecycleRow(_Result):
+    date: str
+    consumer_group: str
+    msg_id: str
+    original_topic: str | None
+    keys: str | None
+    business_key: str | None
+    first_seen: dt.datetime | None
+    last_seen: dt.datetime | None
+    deliveries: int | None
+    final_state: str | None
+    expected_final_state: str | None
+    anomalies: list[str]
+
+
+@dataclasses.dataclass(frozen=True)
+class LifecyclePage(_Result):
+    """One date's lifecycles, filtered the way the overview's cards and tables count them."""
+
+    date: str
+    final_state: str | None
+    group: str | None
+    anomaly: str | None
+    page: int
+    page_size: int
+    total: int
+    rows: list[LifecycleRow]
+
+    @property
+    def pages(self) -> int:
+        return max(1, -(-self.total // self.page_size))
+
+
 # --- messages -------------------------------------------------------------------------------------------------
 
 

@@ -31,6 +31,7 @@ from rocketmq_retry.explore.model import (
     ExploreError,
     FoundMessage,
     GroupView,
+    LifecyclePage,
     NotFound,
     RunOverview,
     Story,
@@ -202,6 +203,20 @@ class Explorer:
     ) -> Iterator[str]:
         """CSV text (header first) of every row the filters select, in chunks; quoted by the csv module."""
         return _dead_letters.dead_letters_csv(self, date_from, date_to, filters)
+
+    def lifecycles(
+        self,
+        date: object,
+        final_state: str | None = None,
+        group: str | None = None,
+        anomaly: str | None = None,
+        page: int = 1,
+        page_size: int = 100,
+    ) -> LifecyclePage:
+        """One date's lifecycles by consumer group and msg_id, filtered by final state, group and anomaly code."""
+        from rocketmq_retry.explore.lifecycles import lifecycle_page
+
+        return lifecycle_page(self, date, final_state, group, anomaly, page, page_size)
 
     def find(self, query: str, date_from: object = None, date_to: object = None) -> list[FoundMessage]:
         """Lifecycles whose msg_id, offset msg id (of any of its lines) or business key is ``query``."""

@@ -36,6 +36,7 @@ from rocketmq_retry.airflow.pages.context import (
 )
 from rocketmq_retry.airflow.pages.dead_letters import dead_letters_router
 from rocketmq_retry.airflow.pages.groups import groups_router
+from rocketmq_retry.airflow.pages.lifecycles import lifecycles_router
 from rocketmq_retry.airflow.pages.messages import messages_router
 from rocketmq_retry.airflow.pages.overview import overview_router
 from rocketmq_retry.airflow.pages.redrive import redrive_confs, redrive_router
@@ -62,7 +63,8 @@ def create_pages_app(
     )
     app.add_exception_handler(HTTPException, _error_page)
     app.add_exception_handler(RequestValidationError, _bad_parameters)
-    for router in (overview_router, dead_letters_router, messages_router, groups_router, redrive_router):
+    routers = (overview_router, lifecycles_router, dead_letters_router, messages_router, groups_router, redrive_router)
+    for router in routers:
         app.include_router(router(pages))
     return app
 
