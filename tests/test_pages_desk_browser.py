@@ -150,3 +150,33 @@ def test_message_page_timeline_in_hop_order(server: str, page: Page, shots: path
     assert chart["width"] <= WIDTH and chart["height"] < 900, chart  # was 2,218 px tall on the example day
     assert chart["summary"].startswith("Failed 17 times with IllegalStateException: shipment-service unavailable")
     page.screenshot(shots / "desk-message-1280x800.png")
+
+
+def test_overview_cards_lead_to_their_lists_and_errors_look_like_the_pages(
+    server: str, page: Page, shots: pathlib.Path
+) -> None:
+    page.open(f"{server}/runs/{DAY}")
+    cards = page.eval("[...document.querySelectorAll('section.cards a.card')].map(a => a.getAttribute('href'))")
+    assert cards == [
+        f"/runs/{DAY}/lifecycles",
+        *(f"/runs/{DAY}/lifecycles?state={s}" for s in ("CONSUMED", "DEAD_LETTERED", "IN_RETRY", "DROPPED", "UNKNOWN")),
+        f"/dead-letters?from={DAY}&to={DAY}",
+    ]
+    page.screenshot(shots / "desk-overview-1280x800.png")
+    page.eval("document.getElementById('card-DEAD_LETTERED').click()")
+    page.wait_for("Page.loadEventFired")
+    listed = page.eval(
+        "(() => { const rows = [...document.querySelectorAll('#lifecycles tbody tr[data-msg-id]')];"
+        " return {n: rows.length, tallest: Math.max(...rows.map(r => r.getBoundingClientRect().height)),"
+        " width: document.documentElement.scrollWidth}; })()"
+    )
+    assert listed["n"] == 50 and listed["tallest"] <= ONE_LINE_PX and listed["width"] <= WIDTH, listed
+    page.screenshot(shots / "desk-lifecycles-1280x800.png")
+    # a bad parameter: the pages' own error page (their header and stylesheet), not raw JSON
+    page.open(f"{server}/dead-letters?page_size=5000")
+    error = page.eval(
+        "({nav: !!document.querySelector('header.top nav'), text: document.getElementById('error-detail').innerText,"
+        " font: getComputedStyle(document.body).fontSize})"
+    )
+    assert error == {"nav": True, "text": "page_size: Input should be less than or equal to 1000", "font": "14px"}
+    page.screenshot(shots / "desk-error-1280x800.png")
