@@ -1,5 +1,5 @@
 """A tiny literal warehouse for the read-layer tests: every table written with pyarrow in the contract's schema and
-committed through jobs/partitions.write_partitions (as the jobs commit theirs), plus a SQLite ledger and a
+committed through warehouse/partitions.write_partitions (as the jobs commit theirs), plus a SQLite ledger and a
 validation result on disk. No Spark."""
 
 from __future__ import annotations

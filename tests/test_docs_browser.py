@@ -173,7 +173,7 @@ def test_the_pre_first_run_page_in_a_browser_with_the_network_off(tmp_path: path
 
 
 def test_the_links_every_page_shares() -> None:
-    from rocketmq_retry.airflow.links import message_url, run_page, run_url
+    from rocketmq_retry.urls import message_url, run_page, run_url
 
     assert run_url("2026-11-20") == "/rocketmq-retry/ops/runs/2026-11-20"
     assert run_page("2026-11-20") == "runs/dt=2026-11-20.html"
@@ -195,7 +195,8 @@ class _TaskInstance:
 
 def test_the_data_docs_button_has_a_target_even_when_validate_failed_before_writing_its_page() -> None:
     """The UI hides an extra link whose stored value is empty; the link falls back to the run's date."""
-    from rocketmq_retry.airflow.links import XCOM_DOCS_PATH, DataDocsLink
+    from rocketmq_retry.airflow.links import DataDocsLink
+    from rocketmq_retry.urls import XCOM_DOCS_PATH
 
     link = DataDocsLink()
     resolved = {("resolve_run", "return_value"): {"ds": "2026-11-20", "warehouse": "/w"}}

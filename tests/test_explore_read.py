@@ -170,6 +170,29 @@ def test_find_by_msg_id_offset_id_and_business_key(ex: Explorer) -> None:
         ex.find("  ")
 
 
+def test_find_by_prefix_keys_in_any_case(ex: Explorer) -> None:
+    def found(q: str) -> list[tuple[str, str, str, str]]:
+        return [(f.date, f.consumer_group, f.msg_id, f.matched_by) for f in ex.find(q)]
+
+    # the start of a msg_id, in any case; newest date first, then msg_id and group
+    assert found("m") == [
+        (L.D2, "G1", "M9", "msg_id"),
+        (L.D1, "G1", "M1", "msg_id"),
+        (L.D1, "G2", "M1", "msg_id"),
+        (L.D1, "G1", "M2", "msg_id"),
+        (L.D1, "G2", "M3", "msg_id"),
+        (L.D1, "G2", "M4", "msg_id"),
+    ]
+    # the start of a business key or of one of the KEYS, case-insensitively (stored as BK-1 and K1)
+    assert found("bk-") == [(L.D1, "G1", "M1", "business_key"), (L.D1, "G2", "M1", "business_key"),
+                            (L.D1, "G1", "M2", "business_key")]  # fmt: skip
+    assert found("k1") == [(L.D1, "G1", "M1", "keys"), (L.D1, "G2", "M1", "keys")]
+    # a prefix, not a substring; LIKE's wildcards are ordinary characters
+    assert found("-1") == [] and found("%") == [] and found("_") == []
+    # an offset msg id is only ever copied: it stays exact
+    assert found("OFF-DL") == []
+
+
 def test_story_one_per_group(ex: Explorer) -> None:
     stories = ex.story("M1")
     assert [(s.consumer_group, s.final_state) for s in stories] == [("G1", "DEAD_LETTERED"), ("G2", "CONSUMED")]

@@ -117,7 +117,8 @@ def test_dead_letter_filters_narrow_the_rows(client: TestClient) -> None:
     assert ids(**{"from": "2026-11-22"}) == []
     page = client.get("/dead-letters", params={"group": "order-consumer"}).text
     assert 'id="n-rows">3<' in page and "GAVE_UP" in page and "refund service unavailable" in page
-    assert '<td class="keys">ORD-2</td>' in page and "built-in method" not in page
+    assert '<td class="cut keys" title="ORD-2">ORD-2</td>' in page and "built-in method" not in page
+    assert "<dt>keys</dt><dd>ORD-2</dd>" in page  # ... and in full in the row's detail
 
 
 def test_paging(client: TestClient) -> None:
@@ -175,7 +176,10 @@ def test_story_page_has_the_timeline_evidence_and_ledger(client: TestClient) -> 
     assert page.status_code == 200
     html = page.text
     svg = html[html.index('<svg class="chart timeline"') : html.index("</svg>", html.index("chart timeline"))]
-    assert svg.count('class="observed"') == 4 and svg.count('class="expected"') == 4
+    # one step per hop in hop order, each with the wait since the previous one written on its link
+    assert svg.count('<g class="step"') == 4 and svg.count('class="observed"') == 4
+    assert [int(h) for h in re.findall(r'data-hop="(\d+)"', svg)] == [0, 1, 2, 3]
+    assert re.findall(r'class="wait"[^>]*>([^<]*)<', svg) == ["+1 s", "+44 s", "+13 min"]
     assert "drift +34.0 s" in svg  # the late redelivery
     assert "app-1/logs/rocketmq_client.log:102" in html  # evidence line with file:line
     assert "<th>ledger state</th><td>DONE</td>" in html
@@ -247,3 +251,48 @@ def test_every_route_requires_dag_read_access(site: tuple[pathlib.Path, pathlib.
     redrive = next(r for r in routes if r.path == "/redrive")
     redrive_checks = [d.call.__qualname__ for d in redrive.dependant.dependencies]
     assert redrive_checks.count("requires_access_dag.<locals>.inner") == 2
+
+
+def test_bad_parameters_get_the_pages_error_page(client: TestClient) -> None:
+    page = client.get("/dead-letters", params={"page_size": 5000, "dir": "up"})
+    assert page.status_code == 422 and page.headers["content-type"].startswith("text/html")
+    assert '<link rel="stylesheet" href="/static/ops.css">' in page.text  # the pages' own style, not raw JSON
+    detail = re.search(r'<p class="error" id="error-detail">(.*?)</p>', page.text)
+    assert detail is not None
+    assert detail.group(1) == (
+        "page_size: Input should be less than or equal to 1000; dir: Input should be &#39;asc&#39; or &#39;desc&#39;"
+    )
+    assert page.headers["content-security-policy"].startswith("default-src 'none'")
+    # an API client (no text/html in its Accept) keeps FastAPI's JSON
+    api = client.get("/dead-letters", params={"page_size": 5000}, headers={"accept": "application/json"})
+    assert api.status_code == 422 and api.json()["detail"][0]["loc"] == ["query", "page_size"]
+    refused = client.get("/runs/2026-13-01", headers={"accept": "application/json"})
+    assert refused.status_code == 400
+    assert refused.json() == {"detail": "date '2026-13-01' does not exist in the calendar"}
+    page = client.get("/runs/2026-13-01")  # ... and a browser gets the same words on the error page
+    assert page.status_code == 400 and "date &#39;2026-13-01&#39; does not exist in the calendar" in page.text
+
+
+def test_overview_cards_link_their_filtered_lists(client: TestClient) -> None:
+    html = client.get(f"/runs/{DAY}").text
+    base = f"/runs/{DAY}/lifecycles"
+    assert f'id="card-lifecycles" href="{base}"' in html
+    assert f'id="card-DEAD_LETTERED" href="{base}?state=DEAD_LETTERED"' in html
+    assert f'id="card-dead-letters" href="/dead-letters?from={DAY}&amp;to={DAY}"' in html
+    assert f'<a href="{base}?anomaly=LATE_REDELIVERY">1</a>' in html  # the anomaly's count
+    assert f'<a href="{base}?state=DEAD_LETTERED&amp;group=order-consumer">3</a>' in html  # a group's count
+
+    def ids(**params: Any) -> list[str]:
+        page = client.get(base, params=params)
+        assert page.status_code == 200, page.text
+        return _rows(page.text)
+
+    assert len(ids()) == 6
+    assert sorted(ids(state="DEAD_LETTERED")) == [f"{lit.PLAIN}{i}" for i in range(5)]
+    assert ids(state="CONSUMED") == [f"{lit.PLAIN}9"] == ids(anomaly="LATE_REDELIVERY")
+    assert ids(state="DEAD_LETTERED", group="order-consumer") == [f"{lit.PLAIN}{i}" for i in range(3)]
+    assert ids(group=lit.HOSTILE_GROUP) == [f"{lit.PLAIN}4"]
+    hostile = client.get(base, params={"group": lit.HOSTILE_GROUP}).text
+    assert "<script>document.title" not in hostile and "&lt;script&gt;document.title" in hostile
+    assert client.get(base, params={"state": "LOST"}).status_code == 400
+    assert client.get("/runs/2026-11-19/lifecycles").status_code == 404

@@ -6,10 +6,12 @@ finds the run's date."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from collections.abc import Iterator
 from typing import Any
+from urllib.parse import urlencode
 
 import pytest
 from fastapi.testclient import TestClient
@@ -79,6 +81,23 @@ def test_no_token_no_page(api: TestClient) -> None:
     assert api.post(OPS + "/redrive", data={"selected": "x"}).status_code == 401
     forged = {"Authorization": "Bearer not-a-jwt"}
     assert api.get(OPS + "/dead-letters", headers=forged).status_code == 403
+
+
+def test_signed_out_browser_goes_to_the_login_page_and_back(api: TestClient) -> None:
+    """A shared link opened without a session: the browser is sent to Airflow's login route with the page as
+    the return path (Airflow checks it and asks its auth manager for the login page); an API client still gets
+    401 JSON (test_no_token_no_page)."""
+    html = {"accept": "text/html,application/xhtml+xml"}
+    answer = api.get(f"{OPS}/dead-letters?group=order-consumer&state=GAVE_UP", headers=html, follow_redirects=False)
+    assert answer.status_code == 303
+    back = "/rocketmq-retry/ops/dead-letters?group=order-consumer&state=GAVE_UP"
+    assert answer.headers["location"] == "/api/v2/auth/login?" + urlencode({"next": back})
+    login = api.get(answer.headers["location"], follow_redirects=False)
+    assert login.status_code == 307 and login.headers["location"].endswith("?" + urlencode({"next": back}))
+    assert "/auth/" in login.headers["location"]  # the auth manager's login page
+    # a user without the permission gets the pages' error page, not a login loop
+    forged = api.get(f"{OPS}/runs/{DAY}", headers={**html, "Authorization": "Bearer not-a-jwt"})
+    assert forged.status_code == 403 and '<p class="error" id="error-detail">' in forged.text
 
 
 def test_viewer_reads_but_cannot_redrive(api: TestClient) -> None:
@@ -200,3 +219,62 @@ def test_plugin_registers_nav_entry_and_run_tab(api: TestClient) -> None:
     tab = by_name["Retry lifecycles"]
     assert tab["destination"] == "dag_run" and tab["href"] == f"{OPS}/dag-runs/{{RUN_ID}}?dag_id={{DAG_ID}}"
     assert "RocketMQ retry Data Docs" in by_name  # the Data Docs entry stays
+
+
+def _set_paused(api: TestClient, paused: bool) -> None:
+    answer = api.patch("/api/v2/dags/rocketmq_retry_redrive", headers=_auth("ada", "admin"), json={"is_paused": paused})
+    assert answer.status_code == 200, answer.text
+
+
+def test_redrive_button_only_with_rows_to_redrive_and_select_all(api: TestClient) -> None:
+    bob = _auth("bob", "user")
+    page = api.get(f"{OPS}/dead-letters", headers=bob).text
+    assert page.count('name="selected"') == 3 and " checked>" not in page and 'id="redrive"' in page
+    # select-all without a script: the server ticks every re-drivable row of the page
+    assert f'id="select-all" href="{OPS}/dead-letters?from={DAY}&amp;to={DAY}&amp;select=all&amp;page=1"' in page
+    ticked = api.get(f"{OPS}/dead-letters", params={"select": "all"}, headers=bob).text
+    assert ticked.count(" checked>") == 3 and 'id="select-none"' in ticked
+    # only DONE rows: nothing can be re-driven, so no button (it answered 400 before) and the page says why
+    done = api.get(f"{OPS}/dead-letters", params={"state": "DONE"}, headers=bob).text
+    assert 'id="redrive"' not in done and 'name="selected"' not in done and 'id="nothing-to-redrive"' in done
+    assert 'id="select-all"' not in done
+
+
+def test_a_paused_redrive_dag_is_said_with_the_way_to_unpause(api: TestClient) -> None:
+    bob = _auth("bob", "user")
+    _set_paused(api, True)  # as Airflow creates it
+    try:
+        page = api.get(f"{OPS}/dead-letters", headers=bob).text
+        assert '<p class="warn" id="redrive-paused">' in page
+        assert "<code>airflow dags unpause rocketmq_retry_redrive</code>" in page
+        token, values = _form(api, bob)
+        answer = api.post(
+            f"{OPS}/redrive",
+            headers={**bob, "origin": "http://testserver"},
+            data={"csrf_token": token, "selected": values},
+        )
+        assert answer.status_code == 200, answer.text
+        assert "these runs stay queued and nothing is compensated until it is unpaused" in answer.text
+        assert 'queued <span class="warn">(waits: the DAG is paused)</span>' in answer.text
+        _set_paused(api, False)
+        assert 'id="redrive-paused"' not in api.get(f"{OPS}/dead-letters", headers=bob).text
+    finally:
+        _set_paused(api, True)
+
+
+def test_a_form_of_the_stated_maximum_is_accepted(api: TestClient) -> None:
+    from rocketmq_retry.airflow.pages.redrive import MAX_REDRIVE
+
+    bob = _auth("bob", "user")
+    before = {run[0] for run in _redrive_runs()}
+    token, _ = _form(api, bob)
+    rows = [json.dumps([DAY, "order-consumer", f"M{i:04d}"]) for i in range(MAX_REDRIVE)]
+    headers = {**bob, "origin": "http://testserver"}
+    answer = api.post(f"{OPS}/redrive", headers=headers, data={"csrf_token": token, "selected": rows})
+    assert answer.status_code == 200, answer.text[:500]  # was 400 "Too many fields. Maximum number of fields is 1000."
+    runs = [run for run in _redrive_runs() if run[0] not in before]
+    assert len(runs) == 1 and len(runs[0][2]["msg_ids"]) == MAX_REDRIVE
+    over = api.post(
+        f"{OPS}/redrive", headers=headers, data={"csrf_token": token, "selected": [*rows, json.dumps([DAY, "g", "x"])]}
+    )
+    assert over.status_code == 400 and "1001 rows selected; at most 1000 per form" in over.text

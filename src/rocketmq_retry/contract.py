@@ -283,7 +283,7 @@ def select_columns(table: str, derived: Mapping[str, Column] | None = None) -> l
 def partition_dir(warehouse: str | os.PathLike[str], table: str, ds: object) -> pathlib.Path:
     """``<warehouse>/<table>/dt=<ds>`` with ``ds`` checked by the one date parser (a ``DateError`` otherwise).
 
-    The path only: a reader of a committed table goes through ``jobs.partitions.committed``, which also waits for
+    The path only: a reader of a committed table goes through ``warehouse.partitions.committed``, which also waits for
     or recovers an interrupted commit."""
     return pathlib.Path(warehouse) / table / f"dt={partition_date(ds, what=f'{table} partition date')}"
 

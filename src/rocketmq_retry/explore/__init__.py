@@ -1,6 +1,6 @@
 """The read layer behind the operator's pages and ``rocketmq-retry explain`` (docs/explore.md).
 
-DuckDB over the committed warehouse partitions (``jobs.partitions.committed``) and the compensation ledger opened
+DuckDB over the committed warehouse partitions (``warehouse.partitions.committed``) and the compensation ledger opened
 read only; it never starts Spark, never writes, and every request value is a bound SQL parameter or a date checked
 by ``dates.partition_date``: no parameter becomes a path.
 
@@ -9,7 +9,7 @@ Public API (results are frozen dataclasses of ``explore.model``, each with ``to_
     ex = open_warehouse(warehouse, config=None)      # -> Explorer; config: Config, a file, or None (env/defaults)
     ex.dates(table="lifecycles")                     # -> list[str], committed dates, newest first
     ex.run_overview(date)                            # -> RunOverview
-    ex.dead_letters(date_from, date_to, filters, page, page_size)   # -> DeadLetterPage (page is 1-based)
+    ex.dead_letters(date_from, date_to, filters, page, page_size, sort=None, descending=False)  # -> DeadLetterPage
     ex.dead_letters_csv(date_from, date_to, filters) # -> Iterator[str], CSV text of every filtered row
     ex.find(query, date_from=None, date_to=None)     # -> list[FoundMessage] (msg_id, offset msg id, business key)
     ex.story(msg_id, group=None, date_from=None, date_to=None)      # -> list[Story], one per consumer group
@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from rocketmq_retry.explore.model import (
     COMPENSATION_STATES,
+    DEAD_LETTER_SORTS,
     LEDGER_STATES,
     NOT_COMPENSABLE,
     NOT_REGISTERED,
@@ -58,6 +59,7 @@ from rocketmq_retry.explore.warehouse import DEAD_LETTER_CSV_COLUMNS, Explorer, 
 __all__ = [
     "COMPENSATION_STATES",
     "DEAD_LETTER_CSV_COLUMNS",
+    "DEAD_LETTER_SORTS",
     "LEDGER_STATES",
     "NOT_COMPENSABLE",
     "NOT_REGISTERED",

@@ -14,6 +14,7 @@ from rocketmq_retry import contract
 from rocketmq_retry.explore.ledger import LedgerReader
 from rocketmq_retry.explore.model import (
     COMPENSATION_STATES,
+    DEAD_LETTER_SORTS,
     NOT_COMPENSABLE,
     NOT_REGISTERED,
     DeadLetterFilter,
@@ -35,6 +36,12 @@ DEAD_LETTER_CSV_COLUMNS = (
     "last_attempt_at", "last_error",
 )  # fmt: skip
 CSV_BATCH_ROWS = 5000
+# The columns a page may be sorted by, as SQL over ``letters_sql``'s output; NULLs last either way, so a row
+# without a value never hides the ones that have one.
+SORT_SQL = {name: name for name in DEAD_LETTER_SORTS} | {"keys": "coalesce(keys, business_key)"}
+# A sort on these needs every row's ledger state before the page is cut.
+LEDGER_SORTS = ("compensation_state", "attempts")
+DEFAULT_ORDER = "date DESC, consumer_group, msg_id"
 
 
 def _iso_sql(col: str) -> str:
@@ -124,10 +131,10 @@ def letters_sql(
     )
     ledger_cols = (
         "coalesce(l.attempts, 0) AS attempts, l.handler AS handler, l.last_attempt_at AS last_attempt_at, "
-        "l.last_error AS last_error"
+        "l.last_error AS last_error, l.completed_at AS completed_at"
         if with_ledger
         else "0 AS attempts, NULL::VARCHAR AS handler, NULL::TIMESTAMPTZ AS last_attempt_at, "
-        "NULL::VARCHAR AS last_error"
+        "NULL::VARCHAR AS last_error, NULL::TIMESTAMPTZ AS completed_at"
     )
     where, args = _where(filters, state)
     sql = (
@@ -159,6 +166,7 @@ def letter_row(r: dict[str, Any]) -> DeadLetterRow:
         handler=r["handler"],
         last_attempt_at=utc(r["last_attempt_at"]),
         last_error=r["last_error"],
+        completed_at=utc(r["completed_at"]),
     )
 
 
@@ -174,6 +182,7 @@ def with_states(ledger: LedgerReader, rows: list[dict[str, Any]]) -> list[dict[s
                 handler=led["handler"],
                 last_attempt_at=led["last_attempt_at"],
                 last_error=led["last_error"],
+                completed_at=led["completed_at"],
             )
     return rows
 
@@ -185,21 +194,40 @@ def _check_page(page: int, page_size: int) -> None:
         raise ExploreError(f"page {page} is not a page number (pages start at 1)")
 
 
+def order_by(sort: str | None, descending: bool) -> str:
+    """ORDER BY text for a sort the page asked for; any other name is refused, never put into SQL."""
+    if sort is None:
+        return DEFAULT_ORDER
+    if sort not in SORT_SQL:
+        raise ExploreError(f"sort {sort!r} is not one of {', '.join(DEAD_LETTER_SORTS)}")
+    return f"{SORT_SQL[sort]} {'DESC' if descending else 'ASC'} NULLS LAST, {DEFAULT_ORDER}"
+
+
 def dead_letter_page(
-    ex: Explorer, date_from: object, date_to: object, filters: DeadLetterFilter | None, page: int, page_size: int
+    ex: Explorer,
+    date_from: object,
+    date_to: object,
+    filters: DeadLetterFilter | None,
+    page: int,
+    page_size: int,
+    *,
+    sort: str | None = None,
+    descending: bool = False,
 ) -> DeadLetterPage:
     first, last = ex._range(date_from, date_to)
     f = check_filters(filters)
     _check_page(page, page_size)
+    order = order_by(sort, descending)
     dates = ex._dates_in(first, last, "dead_letters")
-    # Only a filter on the state needs the whole range's ledger; otherwise one page's rows are looked up by key.
-    with_ledger = f.compensation_state is not None
+    # Only a filter or sort on the state needs the whole range's ledger; otherwise one page's rows are looked up
+    # by key.
+    with_ledger = f.compensation_state is not None or sort in LEDGER_SORTS
     cur = ex._ledger_cursor(first or NO_FIRST, last or NO_LAST) if with_ledger else ex._cursor()
     try:
         sql, params = letters_sql(ex, dates, f, with_ledger)
         total = int(ex._query(f"SELECT count(*) AS n FROM ({sql})", params, cur)[0]["n"])
         rows = ex._query(
-            f"{sql} ORDER BY date DESC, consumer_group, msg_id LIMIT ? OFFSET ?",
+            f"{sql} ORDER BY {order} LIMIT ? OFFSET ?",
             [*params, int(page_size), (int(page) - 1) * int(page_size)],
             cur,
         )
@@ -215,6 +243,8 @@ def dead_letter_page(
         page_size=int(page_size),
         total=total,
         rows=[letter_row(r) for r in rows],
+        sort=sort,
+        descending=bool(descending) if sort else False,
     )
 
 

@@ -22,7 +22,10 @@ from rocketmq_retry.config import Config
 from rocketmq_retry.explore.model import CompensationRecord
 
 # Columns the dead-letter table shows; the story reads the whole row.
-STATE_COLUMNS = ("consumer_group", "msg_id", "state", "attempts", "handler", "last_attempt_at", "last_error")
+STATE_COLUMNS = (
+    "consumer_group", "msg_id", "state", "attempts", "handler", "last_attempt_at", "last_error", "completed_at",
+)  # fmt: skip
+_TIMES = ("last_attempt_at", "completed_at")
 _CHUNK = 400
 
 
@@ -82,7 +85,7 @@ class LedgerReader:
         with ledger.engine.connect() as conn:
             for row in conn.execute(stmt):
                 for name, value in zip(STATE_COLUMNS, row, strict=True):
-                    out[name].append(_utc(value) if name == "last_attempt_at" else value)
+                    out[name].append(_utc(value) if name in _TIMES else value)
         return out
 
     def fingerprint(self, date_from: str, date_to: str) -> tuple[Any, ...]:
@@ -117,7 +120,8 @@ class LedgerReader:
                 stmt = select(*(t[c] for c in STATE_COLUMNS)).where(tuple_(t.consumer_group, t.msg_id).in_(chunk))
                 for row in conn.execute(stmt).mappings():
                     record = {c: row[c] for c in STATE_COLUMNS}
-                    record["last_attempt_at"] = _utc(record["last_attempt_at"])
+                    for name in _TIMES:
+                        record[name] = _utc(record[name])
                     out[(row["consumer_group"], row["msg_id"])] = record
         return out
 

@@ -208,6 +208,14 @@ class DeadLetterRow(_Result):
     handler: str | None
     last_attempt_at: dt.datetime | None
     last_error: str | None
+    completed_at: dt.datetime | None = None  # the ledger's: when the compensation's effect was done
+
+
+# What the dead-letter table may be sorted by (the read layer's names; dead_letters.SORT_SQL holds their SQL).
+DEAD_LETTER_SORTS = (
+    "date", "consumer_group", "msg_id", "topic", "tag", "keys", "reconsume_times", "dlq_at", "compensation_state",
+    "attempts",
+)  # fmt: skip
 
 
 @dataclasses.dataclass(frozen=True)
@@ -219,6 +227,45 @@ class DeadLetterPage(_Result):
     page_size: int
     total: int  # rows matching the filters over the whole range
     rows: list[DeadLetterRow]
+    sort: str | None = None  # one of DEAD_LETTER_SORTS; None: newest date first, then group and msg_id
+    descending: bool = False
+
+    @property
+    def pages(self) -> int:
+        return max(1, -(-self.total // self.page_size))
+
+
+# --- lifecycles ---------------------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class LifecycleRow(_Result):
+    date: str
+    consumer_group: str
+    msg_id: str
+    original_topic: str | None
+    keys: str | None
+    business_key: str | None
+    first_seen: dt.datetime | None
+    last_seen: dt.datetime | None
+    deliveries: int | None
+    final_state: str | None
+    expected_final_state: str | None
+    anomalies: list[str]
+
+
+@dataclasses.dataclass(frozen=True)
+class LifecyclePage(_Result):
+    """One date's lifecycles, filtered the way the overview's cards and tables count them."""
+
+    date: str
+    final_state: str | None
+    group: str | None
+    anomaly: str | None
+    page: int
+    page_size: int
+    total: int
+    rows: list[LifecycleRow]
 
     @property
     def pages(self) -> int:

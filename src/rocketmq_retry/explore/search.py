@@ -1,5 +1,6 @@
-"""Finding a message: lifecycles whose msg_id or business key is the query, or one of whose log lines carries
-it as the offset msg id."""
+"""Finding a message: lifecycles whose msg_id, business key or one of whose KEYS starts with the query (msg ids in
+any case, keys case-insensitively: an operator types what a ticket or a customer said), or one of whose log lines
+carries it as the offset msg id (exactly: that id is only ever copied, never typed)."""
 
 from __future__ import annotations
 
@@ -15,6 +16,8 @@ if TYPE_CHECKING:
 
 # (date, consumer group, msg_id) of one lifecycle
 Key = tuple[str, str, str]
+# A short prefix can match a whole warehouse; the page lists this many (exact matches first) and says so.
+MAX_FOUND = 500
 
 
 def find(ex: Explorer, query: str, date_from: object, date_to: object) -> list[FoundMessage]:
@@ -44,14 +47,21 @@ def find(ex: Explorer, query: str, date_from: object, date_to: object) -> list[F
 
 
 def by_id_or_key(ex: Explorer, cur: duckdb.DuckDBPyConnection, q: str, dates: list[str]) -> dict[Key, str]:
-    """Lifecycles whose msg_id, business key or one of its keys is ``q``, with which of them matched."""
+    """Lifecycles whose msg_id, business key or one of whose keys starts with ``q`` (case-insensitively), with
+    which of them matched; exact matches first, at most MAX_FOUND."""
     life, lp = ex._scan("lifecycles", dates)
+    low = q.lower()
+    # starts_with on lower() of both sides: the query is a bound parameter, so % and _ stay ordinary characters
+    key_hit = "len(list_filter(string_split(lower(coalesce(keys, '')), ' '), lambda k: starts_with(k, ?))) > 0"
     hits = ex._query(
-        "SELECT dt, consumer_group, msg_id, final_state, "
-        "CASE WHEN msg_id = ? THEN 'msg_id' WHEN business_key = ? THEN 'business_key' ELSE 'keys' END AS how "
-        f"FROM ({life}) WHERE msg_id = ? OR business_key = ? "
-        "OR list_contains(string_split(coalesce(keys, ''), ' '), ?)",
-        [q, q, *lp, q, q, q],
+        "SELECT dt, consumer_group, msg_id, how FROM (SELECT dt, consumer_group, msg_id, "
+        "CASE WHEN starts_with(lower(msg_id), ?) THEN 'msg_id' "
+        "WHEN starts_with(lower(coalesce(business_key, '')), ?) THEN 'business_key' ELSE 'keys' END AS how, "
+        "(lower(msg_id) = ? OR lower(coalesce(business_key, '')) = ? "
+        "OR list_contains(string_split(lower(coalesce(keys, '')), ' '), ?)) AS exact "
+        f"FROM ({life}) WHERE starts_with(lower(msg_id), ?) OR starts_with(lower(coalesce(business_key, '')), ?) "
+        f"OR {key_hit}) ORDER BY exact DESC, dt DESC, consumer_group, msg_id LIMIT {MAX_FOUND}",
+        [low, low, low, low, low, *lp, low, low, low],
         cur,
     )
     return {(h["dt"], h["consumer_group"], h["msg_id"]): h["how"] for h in hits}

@@ -1,6 +1,6 @@
 """``Explorer``: DuckDB over the committed warehouse partitions plus the ledger, read only, without Spark.
 
-Where the files are comes only from ``contract.partition_dir`` / ``jobs.partitions.committed`` with a date that
+Where the files are comes only from ``contract.partition_dir`` / ``warehouse.partitions.committed`` with a date that
 went through the one date parser, so no parameter names a path; every value from a request reaches SQL as a bound
 parameter. Each call runs on its own DuckDB cursor, so one Explorer serves concurrent requests. The queries of
 each page live in their own module (``overview``, ``dead_letters``, ``search``, ``groups``, ``story``) as
@@ -31,6 +31,7 @@ from rocketmq_retry.explore.model import (
     ExploreError,
     FoundMessage,
     GroupView,
+    LifecyclePage,
     NotFound,
     RunOverview,
     Story,
@@ -188,14 +189,34 @@ class Explorer:
         filters: DeadLetterFilter | None = None,
         page: int = 1,
         page_size: int = 50,
+        *,
+        sort: str | None = None,
+        descending: bool = False,
     ) -> DeadLetterPage:
-        return _dead_letters.dead_letter_page(self, date_from, date_to, filters, page, page_size)
+        """``sort``: one of ``DEAD_LETTER_SORTS`` (ties: newest date first, then group and msg_id)."""
+        return _dead_letters.dead_letter_page(
+            self, date_from, date_to, filters, page, page_size, sort=sort, descending=descending
+        )
 
     def dead_letters_csv(
         self, date_from: object, date_to: object, filters: DeadLetterFilter | None = None
     ) -> Iterator[str]:
         """CSV text (header first) of every row the filters select, in chunks; quoted by the csv module."""
         return _dead_letters.dead_letters_csv(self, date_from, date_to, filters)
+
+    def lifecycles(
+        self,
+        date: object,
+        final_state: str | None = None,
+        group: str | None = None,
+        anomaly: str | None = None,
+        page: int = 1,
+        page_size: int = 100,
+    ) -> LifecyclePage:
+        """One date's lifecycles by consumer group and msg_id, filtered by final state, group and anomaly code."""
+        from rocketmq_retry.explore.lifecycles import lifecycle_page
+
+        return lifecycle_page(self, date, final_state, group, anomaly, page, page_size)
 
     def find(self, query: str, date_from: object = None, date_to: object = None) -> list[FoundMessage]:
         """Lifecycles whose msg_id, offset msg id (of any of its lines) or business key is ``query``."""
@@ -234,6 +255,7 @@ class Explorer:
                 "handler": pa.array(columns["handler"], pa.string()),
                 "last_attempt_at": pa.array(columns["last_attempt_at"], pa.timestamp("us", tz="UTC")),
                 "last_error": pa.array(columns["last_error"], pa.string()),
+                "completed_at": pa.array(columns["completed_at"], pa.timestamp("us", tz="UTC")),
             }
         )
         assert tuple(table.column_names) == STATE_COLUMNS

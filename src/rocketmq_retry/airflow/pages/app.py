@@ -18,14 +18,24 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from typing import Any
+from urllib.parse import quote, urlencode
 
 from fastapi import Depends, FastAPI, HTTPException, Request
-from fastapi.responses import Response
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import RedirectResponse, Response
 
 from rocketmq_retry.airflow.pages import guard
-from rocketmq_retry.airflow.pages.context import SECURITY_HEADERS, Pages, Source, deployment_source, render
+from rocketmq_retry.airflow.pages.context import (
+    SECURITY_HEADERS,
+    Pages,
+    Source,
+    airflow_root,
+    deployment_source,
+    render,
+)
 from rocketmq_retry.airflow.pages.dead_letters import dead_letters_router
 from rocketmq_retry.airflow.pages.groups import groups_router
+from rocketmq_retry.airflow.pages.lifecycles import lifecycles_router
 from rocketmq_retry.airflow.pages.messages import messages_router
 from rocketmq_retry.airflow.pages.overview import overview_router
 from rocketmq_retry.airflow.pages.redrive import redrive_confs, redrive_router
@@ -52,7 +62,9 @@ def create_pages_app(
         airflow_app=airflow_app,
     )
     app.add_exception_handler(HTTPException, _error_page)
-    for router in (overview_router, dead_letters_router, messages_router, groups_router, redrive_router):
+    app.add_exception_handler(RequestValidationError, _bad_parameters)
+    routers = (overview_router, lifecycles_router, dead_letters_router, messages_router, groups_router, redrive_router)
+    for router in routers:
         app.include_router(router(pages))
     return app
 
@@ -69,13 +81,53 @@ def _user_dependency(authenticate: bool) -> Callable[..., Any]:
     return no_user
 
 
+def _wants_html(request: Request) -> bool:
+    # A browser following a link or a form asks for text/html; an API client (curl, a script) does not.
+    return "text/html" in request.headers.get("accept", "")
+
+
+def _json(status: int, detail: Any, headers: dict[str, str] | None = None) -> Response:
+    return Response(
+        json.dumps({"detail": detail}),
+        status_code=status,
+        media_type="application/json",
+        headers={**SECURITY_HEADERS, **(headers or {})},
+    )
+
+
+def login_redirect(request: Request) -> RedirectResponse:
+    """To Airflow's own login route (``/api/v2/auth/login``, which asks the configured auth manager for its
+    login page and checks the return path), with this page as the return path: a shared link works after
+    signing in."""
+    root, path = request.scope.get("root_path", "").rstrip("/"), request.scope.get("path", "")
+    # Starlette's path of a mounted app already starts with the mount's root_path; a bare app's does not.
+    back = quote(path if path.startswith(root + "/") else root + path, safe="/-._~%")
+    if request.url.query:
+        back += "?" + request.url.query
+    target = f"{airflow_root(request)}/api/v2/auth/login?{urlencode({'next': back})}"
+    return RedirectResponse(target, status_code=303, headers=SECURITY_HEADERS)
+
+
 async def _error_page(request: Request, exc: HTTPException) -> Response:
-    if exc.status_code in (401, 403) or "text/html" not in request.headers.get("accept", ""):
+    if not _wants_html(request):
         # API clients (and the auth refusals Airflow's own API gives) keep the JSON shape.
-        return Response(
-            json.dumps({"detail": exc.detail}),
-            status_code=exc.status_code,
-            media_type="application/json",
-            headers={**SECURITY_HEADERS, **(exc.headers or {})},
-        )
+        return _json(exc.status_code, exc.detail, exc.headers)
+    if exc.status_code == 401 and request.method in ("GET", "HEAD"):
+        return login_redirect(request)
     return render(request, "error.html", status=exc.status_code, status_code=exc.status_code, detail=exc.detail)
+
+
+async def _bad_parameters(request: Request, exc: RequestValidationError) -> Response:
+    """A parameter FastAPI refused (a page size of 5000, a sort direction of "up"): for a browser the pages' own
+    error page naming each parameter and what it must be, for an API client FastAPI's JSON."""
+    errors = exc.errors()
+    if not _wants_html(request):
+        return _json(422, jsonable(errors))
+    problems = [f"{'.'.join(str(x) for x in e.get('loc', ())[1:]) or 'request'}: {e.get('msg', '')}" for e in errors]
+    return render(request, "error.html", status=422, status_code=422, detail="; ".join(problems))
+
+
+def jsonable(value: Any) -> Any:
+    from fastapi.encoders import jsonable_encoder
+
+    return jsonable_encoder(value)

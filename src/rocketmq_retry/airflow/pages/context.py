@@ -128,13 +128,22 @@ def plain(result: Any) -> Any:
     return result.to_dict() if hasattr(result, "to_dict") else result
 
 
+def _plugin_root(request: Request) -> str:
+    root = request.scope.get("root_path", "").rstrip("/")
+    return root.removesuffix(OPS_ROUTE) if root.endswith(OPS_ROUTE) else URL_PREFIX
+
+
+def airflow_root(request: Request) -> str:
+    """The path Airflow's own app is served under ("" unless the api-server runs below a prefix)."""
+    return _plugin_root(request).removesuffix(URL_PREFIX)
+
+
 def render(request: Request, template: str, status: int = 200, nav: str = "", **context: Any) -> HTMLResponse:
     # Links are built from where the app is mounted, so the pages work inside Airflow and on their own.
     root = request.scope.get("root_path", "").rstrip("/")
-    plugin_root = root.removesuffix(OPS_ROUTE) if root.endswith(OPS_ROUTE) else URL_PREFIX
-    airflow_root = plugin_root.removesuffix(URL_PREFIX)
+    plugin_root = _plugin_root(request)
     html = _templates.get_template(template).render(
-        base=root, docs_base=plugin_root + DOCS_ROUTE, airflow_base=airflow_root, nav=nav, **context
+        base=root, docs_base=plugin_root + DOCS_ROUTE, airflow_base=airflow_root(request), nav=nav, **context
     )
     return HTMLResponse(html, status_code=status, headers=SECURITY_HEADERS)
 

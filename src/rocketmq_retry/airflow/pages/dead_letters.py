@@ -3,8 +3,9 @@ export of the same filter."""
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Iterator
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import HTMLResponse, StreamingResponse
@@ -12,10 +13,14 @@ from fastapi.responses import HTMLResponse, StreamingResponse
 from rocketmq_retry import contract
 from rocketmq_retry.airflow.pages import guard
 from rocketmq_retry.airflow.pages.context import SECURITY_HEADERS, Pages, check_choice, check_range, plain, render
-from rocketmq_retry.airflow.pages.redrive import REDRIVABLE
+from rocketmq_retry.airflow.pages.redrive import MAX_REDRIVE, REDRIVABLE, redrive_paused
+from rocketmq_retry.compensation.model import State
 
 PAGE_SIZE = 100
 MAX_PAGE_SIZE = 1000
+# The table's sortable columns: the read layer's sorts, and "age" (time in the DLQ), which is the DLQ time read
+# the other way round (the longest in the DLQ has the earliest DLQ time).
+AGE = "age"
 
 
 def dead_letters_router(pages: Pages) -> APIRouter:
@@ -28,18 +33,39 @@ def dead_letters_router(pages: Pages) -> APIRouter:
         user: Any = pages.caller,
         page: Annotated[int, Query(ge=1, le=10_000_000)] = 1,
         page_size: Annotated[int, Query(ge=1, le=MAX_PAGE_SIZE)] = PAGE_SIZE,
+        sort: str | None = None,
+        order: Annotated[Literal["asc", "desc"], Query(alias="dir")] = "asc",
+        select: Literal["all", "none"] = "none",
     ) -> HTMLResponse:
         first, last = check_range(query.date_from, query.date_to)
         filters = query.filters()
-        result = pages.answer(lambda: pages.explorer().dead_letters(first, last, filters, page, page_size))
+        sort = check_choice(sort, _sorts(), "sort")
+        by, descending = ("dlq_at", order == "asc") if sort == AGE else (sort, order == "desc")
+        result = pages.answer(
+            lambda: pages.explorer().dead_letters(first, last, filters, page, page_size, sort=by, descending=descending)
+        )
         form = {"from": result.date_from, "to": result.date_to, **query.form()}
+        if page_size != PAGE_SIZE:
+            form["page_size"] = str(page_size)
         may_redrive = pages.authenticate and guard.can_trigger_redrive(user)
+        now = dt.datetime.now(dt.UTC)
+        rows = [{**plain(r), "in_dlq": in_dlq(r, now)} for r in result.rows]
+        selectable = sum(1 for r in rows if r["compensation_state"] in REDRIVABLE) if may_redrive else 0
         return render(
             request,
             "dead_letters.html",
             p=plain(result),
+            rows=rows,
             pages=result.pages,
             form=form,
+            sort=sort or "",
+            order=order if sort else "",
+            select_all=select == "all",
+            selectable=selectable,
+            now=plain_time(now),
+            max_redrive=MAX_REDRIVE,
+            paused=redrive_paused() if may_redrive else None,
+            redrive_dag=guard.REDRIVE_DAG_ID,
             states=_states(),
             attributions=contract.ATTRIBUTIONS,
             redrivable=REDRIVABLE,
@@ -98,6 +124,38 @@ class FilterQuery:
             compensation_state=check_choice(self.state, COMPENSATION_STATES, "state"),
             attribution=check_choice(self.attribution, contract.ATTRIBUTIONS, "attribution"),
         )
+
+
+def _sorts() -> tuple[str, ...]:
+    from rocketmq_retry.explore.model import DEAD_LETTER_SORTS
+
+    return (*DEAD_LETTER_SORTS, AGE)
+
+
+def plain_time(value: dt.datetime) -> str:
+    return value.astimezone(dt.UTC).replace(microsecond=0).isoformat().replace("+00:00", "Z")
+
+
+def in_dlq(row: Any, now: dt.datetime) -> dict[str, str]:
+    """How long the dead letter has waited: until its compensation was done (the ledger's completion time), or,
+    while nothing has made the business whole, until now. Empty when the DLQ time is unknown."""
+    from rocketmq_retry.explore.values import duration_text
+
+    if row.dlq_at is None:
+        return {"text": "", "title": "the DLQ time is unknown", "done": ""}
+    if row.compensation_state == State.DONE and row.completed_at is not None:
+        span = (row.completed_at - row.dlq_at).total_seconds()
+        return {
+            "text": duration_text(span),
+            "title": f"compensated {plain_time(row.completed_at)}, {duration_text(span)} after the DLQ move",
+            "done": "1",
+        }
+    span = (now - row.dlq_at).total_seconds()
+    return {
+        "text": duration_text(span),
+        "title": f"in the DLQ since {plain_time(row.dlq_at)}, not compensated",
+        "done": "",
+    }
 
 
 def _states() -> tuple[str, ...]:

@@ -25,8 +25,17 @@ def messages_router(pages: Pages) -> APIRouter:
         first, last = check_range(date_from, date_to)
         if query:
             found = [plain(m) for m in pages.answer(lambda: pages.explorer().find(query, first, last))]
+        from rocketmq_retry.explore.search import MAX_FOUND
+
         return render(
-            request, "messages.html", q=query, found=found, first=first or "", last=last or "", nav="messages"
+            request,
+            "messages.html",
+            q=query,
+            found=found,
+            max_found=MAX_FOUND,
+            first=first or "",
+            last=last or "",
+            nav="messages",
         )
 
     @router.get("/messages/{msg_id}", dependencies=pages.read, response_class=HTMLResponse)
@@ -38,7 +47,10 @@ def messages_router(pages: Pages) -> APIRouter:
         date_to: Annotated[str | None, Query(alias="to")] = None,
     ) -> HTMLResponse:
         first, last = check_range(date_from, date_to)
-        stories = [plain(s) for s in pages.answer(lambda: pages.explorer().story(msg_id, group or None, first, last))]
+        from rocketmq_retry.explore.summary import summary
+
+        found = pages.answer(lambda: pages.explorer().story(msg_id, group or None, first, last))
+        stories = [{**plain(s), "summary": summary(s)} for s in found]
         if not stories:
             raise HTTPException(status_code=404, detail=f"no lifecycle of {msg_id!r}")
         return render(request, "story.html", msg_id=msg_id, stories=stories, nav="messages")

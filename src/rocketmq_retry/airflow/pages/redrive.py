@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from typing import Annotated, Any
+from typing import Any
 
-from fastapi import APIRouter, Depends, Form, HTTPException, Request
+from fastapi import APIRouter, Depends, HTTPException, Request
 from fastapi.responses import HTMLResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from rocketmq_retry.airflow.pages import guard
 from rocketmq_retry.airflow.pages.context import Pages, render
@@ -16,6 +17,9 @@ from rocketmq_retry.compensation.model import REOPENABLE
 from rocketmq_retry.dates import DateError, partition_date
 
 MAX_REDRIVE = 1000  # rows one form may re-drive; bigger re-drives go by date range in the DAG's own form
+# Starlette refuses a form of more than 1,000 fields by default ("Too many fields"): the page's own maximum of
+# rows plus the CSRF token must fit, and nothing much larger may be parsed before the count is checked.
+MAX_FORM_FIELDS = MAX_REDRIVE + 10
 REDRIVABLE = tuple(sorted(REOPENABLE))  # ledger states the re-drive DAG reopens (never DONE)
 
 
@@ -24,21 +28,32 @@ def redrive_router(pages: Pages) -> APIRouter:
     redrive_deps = [Depends(guard.require_trigger_redrive())] if pages.authenticate else []
 
     @router.post("/redrive", dependencies=pages.read + redrive_deps, response_class=HTMLResponse)
-    async def redrive(
-        request: Request,
-        user: Any = pages.caller,
-        csrf_token: Annotated[str, Form()] = "",
-        selected: Annotated[list[str] | None, Form()] = None,
-    ) -> HTMLResponse:
+    async def redrive(request: Request, user: Any = pages.caller) -> HTMLResponse:
         if not pages.authenticate:
             raise HTTPException(status_code=403, detail="re-drive needs an authenticated Airflow user")
-        guard.check_csrf(request, user.get_id(), csrf_token)
-        picks = _selection(selected or [])
-        token = _caller_token(request)
+        # Read here, not through Form() parameters: FastAPI would parse with Starlette's default of 1,000 fields.
+        try:
+            form = await request.form(max_fields=MAX_FORM_FIELDS, max_files=0)
+        except StarletteHTTPException as exc:  # what Starlette raises for a form over the limits
+            raise HTTPException(
+                status_code=400,
+                detail=f"{exc.detail}: at most {MAX_REDRIVE} rows per form (re-drive a date range instead)",
+            ) from None
+        token = form.get("csrf_token")
+        guard.check_csrf(request, user.get_id(), token if isinstance(token, str) else None)
+        picks = _selection([v for v in form.getlist("selected") if isinstance(v, str)])
+        bearer = _caller_token(request)
         runs = []
         for conf in redrive_confs(picks):
-            runs.append(await _trigger(request, token, conf, pages.airflow_app))
-        return render(request, "redrive.html", runs=runs, redrive_dag=guard.REDRIVE_DAG_ID, nav="dead-letters")
+            runs.append(await _trigger(request, bearer, conf, pages.airflow_app))
+        return render(
+            request,
+            "redrive.html",
+            runs=runs,
+            redrive_dag=guard.REDRIVE_DAG_ID,
+            paused=redrive_paused(),
+            nav="dead-letters",
+        )
 
     return router
 
@@ -134,3 +149,18 @@ async def _trigger(
         raise HTTPException(status_code=response.status_code, detail=f"Airflow refused the re-drive: {detail}")
     run = response.json()
     return {"run_id": run.get("dag_run_id"), "state": run.get("state"), "conf": conf}
+
+
+def redrive_paused() -> bool | None:
+    """Whether the re-drive DAG is paused (Airflow creates DAGs paused): its runs then wait, queued, until someone
+    unpauses it. None when Airflow's database does not know the DAG (not parsed yet) or cannot be read."""
+    from airflow.models.dag import DagModel
+    from airflow.utils.session import create_session
+    from sqlalchemy import select
+
+    try:
+        with create_session() as session:
+            paused = session.scalar(select(DagModel.is_paused).where(DagModel.dag_id == guard.REDRIVE_DAG_ID))
+    except Exception:  # the page still works; it only cannot say
+        return None
+    return None if paused is None else bool(paused)

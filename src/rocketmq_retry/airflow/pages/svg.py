@@ -86,67 +86,77 @@ def _parse_time(value: object) -> dt.datetime | None:
 
 
 def timeline(
-    hops: Sequence[dict[str, object]], *, width: int = 900, row_height: int = 26, title: str = "hop timeline"
+    hops: Sequence[dict[str, object]], *, width: int = 1080, per_row: int = 8, title: str = "hop timeline"
 ) -> Markup:
-    """One row per hop: a filled dot at the observed time, a ring at the engine's expected time, a line between
-    them (the drift), on one time axis from the first to the last of all those times.
+    """The hops in order, one step each, evenly spaced and wrapping after ``per_row`` steps: a time axis puts the
+    first retries of a long schedule (seconds apart) on one spot and the last (hours apart) far off, so the axis
+    is the hop order and the time is written on each step instead: the wait since the previous hop (``+10 s``)
+    on the link into it, the drift from the engine's expected time under it.
 
+    A filled dot is an observed hop, a ring an inferred one (the engine proves it happened, no line shows it).
     ``hops`` are dicts with ``hop``, ``to_state``, ``physical_topic``, ``observed_at``, ``expected_at``,
     ``drift_ms`` and ``inferred`` (the read layer's ``Hop.to_dict()``).
     """
-    label_w, right = 260, 110
-    times = [t for h in hops for t in (_parse_time(h.get("observed_at")), _parse_time(h.get("expected_at"))) if t]
-    height = 34 + max(1, len(hops)) * row_height
-    head = (
+    step_w = width / per_row
+    row_h, top = 74, 8
+    rows = max(1, -(-len(hops) // per_row))
+    height = top + rows * row_h
+    parts = [
         f'<svg class="chart timeline" role="img" width="{width}" height="{height}" viewBox="0 0 {width} {height}" '
         f'xmlns="http://www.w3.org/2000/svg"><title>{escape(title)}</title>'
-    )
-    if not times:
-        return Markup(head + '<text class="label" x="8" y="20">no timed hop</text></svg>')
-    start, end = min(times), max(times)
-    span = (end - start).total_seconds() or 1.0
-    plot = width - label_w - right
-
-    def x_of(t: dt.datetime) -> float:
-        return label_w + plot * (t - start).total_seconds() / span
-
-    parts = [
-        head,
-        f'<line class="axis" x1="{label_w}" y1="18" x2="{label_w + plot}" y2="18"/>',
-        f'<text class="tick" x="{label_w}" y="12">{escape(start.strftime("%H:%M:%S"))}</text>',
-        f'<text class="tick" x="{label_w + plot}" y="12" text-anchor="end">{escape(end.strftime("%H:%M:%S"))}</text>',
-        f'<text class="tick" x="{label_w + plot / 2}" y="12" text-anchor="middle">'
-        f"{escape(_duration(span))} span</text>",
     ]
+    if not hops:
+        return Markup(parts[0] + '<text class="label" x="8" y="20">no hop</text></svg>')
+    previous: dt.datetime | None = None
     for i, hop in enumerate(hops):
-        y = 34 + i * row_height
-        label = f"{hop.get('hop')}: {hop.get('to_state') or ''} {hop.get('physical_topic') or ''}".strip()
-        css = "row inferred" if hop.get("inferred") else "row"
+        row, col = divmod(i, per_row)
+        cx, cy = step_w * col + step_w / 2, top + row * row_h + 30
+        at = _parse_time(hop.get("observed_at")) or _parse_time(hop.get("expected_at"))
+        wait = _duration((at - previous).total_seconds()) if at and previous else ""
+        previous = at or previous
+        css = "step inferred" if hop.get("inferred") else "step"
+        state = str(hop.get("to_state") or "")
+        topic = str(hop.get("physical_topic") or "")
+        when = str(hop.get("observed_at") or hop.get("expected_at") or "no time")
         parts.append(f'<g class="{css}" data-hop="{escape(str(hop.get("hop")))}">')
-        parts.append(f'<text class="label" x="{label_w - 8}" y="{y + 4}" text-anchor="end">{escape(label[:40])}</text>')
-        parts.append(f'<line class="grid" x1="{label_w}" y1="{y}" x2="{label_w + plot}" y2="{y}"/>')
-        observed, expected = _parse_time(hop.get("observed_at")), _parse_time(hop.get("expected_at"))
-        if observed and expected:
+        tip = f"hop {hop.get('hop')}: {state} {topic} at {when}"
+        parts.append(f"<title>{escape(tip)}</title>")
+        if col > 0:  # the link from the previous step in this row, with the wait written on it
             parts.append(
-                f'<line class="drift" x1="{_num(x_of(expected))}" y1="{y}" x2="{_num(x_of(observed))}" y2="{y}"/>'
+                f'<line class="link" x1="{_num(cx - step_w + 7)}" y1="{_num(cy)}" x2="{_num(cx - 7)}" y2="{_num(cy)}"/>'
             )
-        if expected:
-            parts.append(f'<circle class="expected" cx="{_num(x_of(expected))}" cy="{y}" r="5"/>')
-        if observed:
-            parts.append(f'<circle class="observed" cx="{_num(x_of(observed))}" cy="{y}" r="4"/>')
+        if wait:  # a row's first step has its wait at the row's left edge, not outside the chart
+            x, anchor = (cx - step_w / 2, "middle") if col > 0 else (2.0, "start")
+            parts.append(
+                f'<text class="wait" x="{_num(x)}" y="{_num(cy + 14)}" text-anchor="{anchor}">+{escape(wait)}</text>'
+            )
+        circle = "inferred" if hop.get("inferred") else "observed"
+        parts.append(f'<circle class="{circle}" cx="{_num(cx)}" cy="{_num(cy)}" r="5"/>')
+        parts.append(
+            f'<text class="label" x="{_num(cx)}" y="{_num(cy - 12)}" text-anchor="middle">'
+            f"{escape(str(hop.get('hop')))} {escape(_short(state, 16))}</text>"
+        )
         drift = hop.get("drift_ms")
-        note = "inferred" if hop.get("inferred") else (f"drift {_drift(drift)}" if drift is not None else "")
-        parts.append(f'<text class="value" x="{label_w + plot + 8}" y="{y + 4}">{escape(note)}</text></g>')
+        note = "inferred" if hop.get("inferred") else (f"drift {_drift(drift)}" if drift else "")
+        if note:
+            parts.append(
+                f'<text class="note" x="{_num(cx)}" y="{_num(cy + 28)}" text-anchor="middle">{escape(note)}</text>'
+            )
+        parts.append("</g>")
     parts.append("</svg>")
     return Markup("".join(parts))
 
 
+def _short(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
 def _duration(seconds: float) -> str:
-    if seconds < 120:
-        return f"{seconds:.0f} s"
-    if seconds < 7200:
-        return f"{seconds / 60:.0f} min"
-    return f"{seconds / 3600:.1f} h"
+    from rocketmq_retry.explore.values import duration_text
+
+    if 0 < seconds < 10:  # the hops of one delivery are milliseconds apart
+        return f"{seconds:.1f} s".replace(".0 s", " s")
+    return duration_text(seconds)
 
 
 def _drift(ms: object) -> str:

@@ -1,0 +1,185 @@
+"""The dead-letters page as a desk to work at (issue 34), through the pages' FastAPI app on the desk's literal
+day (pages_desk_support.py: 50 dead letters with long values, one of them compensated): sorting by any column
+(the server sorts: the pages run no script), the time each letter has spent in the DLQ, long values whole in
+each cell's title and the row's detail, ISO text in the date filters. The same page laid out in Chromium at
+1280×800 and inside a frame is test_pages_desk_browser.py."""
+
+from __future__ import annotations
+
+import datetime as dt
+import pathlib
+import re
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+
+import pages_desk_support as desk
+from rocketmq_retry.airflow.pages import app as pages
+from rocketmq_retry.explore.values import duration_text
+
+DAY = desk.DAY
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory: pytest.TempPathFactory) -> tuple[pathlib.Path, pathlib.Path]:
+    return desk.build(tmp_path_factory.mktemp("desk"))
+
+
+@pytest.fixture(scope="module")
+def client(site: tuple[pathlib.Path, pathlib.Path]) -> TestClient:
+    warehouse, config = site
+    app = pages.create_pages_app(lambda: pages.Source(warehouse, config), authenticate=False)
+    return TestClient(app, headers={"accept": "text/html"})
+
+
+def _rows(html: str) -> list[str]:
+    return re.findall(r'<tr data-msg-id="([^"]*)"', html)
+
+
+def _page(client: TestClient, **params: Any) -> str:
+    answer = client.get("/dead-letters", params=params)
+    assert answer.status_code == 200, answer.text
+    return answer.text
+
+
+def test_durations_read_as_an_operator_says_them() -> None:
+    assert duration_text(4 * 3600 + 46 * 60 + 40) == "4 h 46 min"
+    assert [duration_text(s) for s in (0, 42, 60, 3600, 86_400 + 3600 + 61, -5)] == [
+        "0 s", "42 s", "1 min", "1 h", "1 d 1 h", "0 s",
+    ]  # fmt: skip
+
+
+def test_every_column_sorts_on_the_server(client: TestClient) -> None:
+    default = _rows(_page(client))
+    assert len(default) == 50 and default[0] == desk.msg_id(2)  # the first group, then msg_id
+    # longest in the DLQ first: the earliest DLQ time; the 17-retry message went last (05:45:42)
+    age = _rows(_page(client, sort="age", dir="desc"))
+    assert age[0] == desk.msg_id(1) and age[-1] == desk.RETRIED
+    assert _rows(_page(client, sort="age", dir="asc"))[0] == desk.RETRIED
+    assert _rows(_page(client, sort="dlq_at", dir="desc"))[0] == desk.RETRIED
+    # the ledger's state decides: DONE before GAVE_UP
+    assert _rows(_page(client, sort="compensation_state", dir="asc"))[0] == desk.RETRIED
+    assert _rows(_page(client, sort="compensation_state", dir="desc"))[-1] == desk.RETRIED
+    by_group = _rows(_page(client, sort="consumer_group", dir="desc", page_size=25))
+    assert by_group == [desk.msg_id(i) for i in range(1, 50, 2)]  # GID_refund_validator, then msg_id
+    assert client.get("/dead-letters", params={"sort": "keys; DROP TABLE x"}).status_code == 400
+
+
+def test_sort_links_keep_the_filters_and_flip_the_direction(client: TestClient) -> None:
+    html = _page(client, group="GID_refund_validator", sort="age", dir="desc")
+    # the sorted column says so, and its link turns the order round; other columns start ascending
+    assert '<th class="c-age" aria-sort="descending">' in html
+    filters = "/dead-letters?from=2026-11-21&amp;to=2026-11-21&amp;group=GID_refund_validator"
+    assert f'href="{filters}&amp;sort=age&amp;dir=asc&amp;page=1"' in html
+    assert f'href="{filters}&amp;sort=keys&amp;dir=asc&amp;page=1"' in html
+    # the filter form carries the order, so filtering again keeps it
+    assert '<input type="hidden" name="sort" value="age"><input type="hidden" name="dir" value="desc">' in html
+
+
+def test_time_in_the_dlq(client: TestClient, site: tuple[pathlib.Path, pathlib.Path]) -> None:
+    from rocketmq_retry.explore import open_warehouse
+
+    html = _page(client, sort="dlq_at", dir="desc")
+    with open_warehouse(*site) as ex:
+        record = ex.story(desk.RETRIED)[0].compensation
+    assert record is not None and record.state == "DONE" and record.completed_at is not None
+    dlq_at = dt.datetime(2026, 11, 21, 5, 45, 42, tzinfo=dt.UTC)
+    done = duration_text((record.completed_at - dlq_at).total_seconds())
+    completed = record.completed_at.replace(microsecond=0).isoformat().replace("+00:00", "Z")
+    # a compensated letter waited until its compensation was done ...
+    assert f'title="compensated {completed}, {done} after the DLQ move">{done}</td>' in html
+    # ... the others are still waiting: their age, as of the time the page says
+    now = re.search(r"time in the DLQ as of (\S+)Z\.", html)
+    assert now is not None
+    as_of = dt.datetime.fromisoformat(now.group(1)).replace(tzinfo=dt.UTC)
+    age = as_of - dt.datetime(2026, 11, 21, 1, 1, tzinfo=dt.UTC)
+    expected = duration_text(age.total_seconds())
+    assert f'title="in the DLQ since 2026-11-21T01:01:00Z, not compensated">{expected}</td>' in html
+
+
+def test_long_values_are_whole_in_the_title_and_the_rows_detail(client: TestClient) -> None:
+    html = _page(client, sort="age", dir="desc", page_size=1)
+    keys = desk.long_keys(1)
+    assert f'<td class="cut keys" title="{keys} (ORD-261121000001)">{keys} <span' not in html  # no markup in a title
+    assert f'<td class="cut keys" title="{keys} (ORD-261121000001)">{keys} (ORD-261121000001)</td>' in html
+    detail = html[html.index('<tr class="detail" id="detail-1">') :]
+    assert f"<dt>keys</dt><dd>{keys}</dd>" in detail and "<dt>business key</dt><dd>ORD-261121000001</dd>" in detail
+    assert "warehouse-api answered 503 Service Unavailable " + "(retry-after unknown) " * 11 in detail
+    assert '<a href="#detail-1" title="every value of this row in full">more</a>' in html
+    # one date shown: no date column repeating it (the detail keeps it)
+    assert '<th class="c-date"' not in html and f"<dt>date</dt><dd>{DAY}</dd>" in detail
+    two_days = _page(client, **{"from": "2026-11-20", "to": DAY})
+    assert '<th class="c-date"' in two_days
+
+
+def test_date_filters_are_iso_text(client: TestClient) -> None:
+    for url in ("/dead-letters", f"/messages?q=x&from={DAY}&to={DAY}", f"/groups?to={DAY}"):
+        html = client.get(url).text
+        assert 'type="date"' not in html, url  # a date input shows the browser's locale (11/21/2026)
+        assert f'value="{DAY}" pattern="\\d{{4}}-\\d{{2}}-\\d{{2}}" placeholder="YYYY-MM-DD"' in html, url
+
+
+def _summary(html: str) -> str:
+    found = re.search(r'<p class="summary" id="summary-1">(.*?)</p>', html)
+    assert found is not None
+    return found.group(1)
+
+
+def test_message_page_opens_with_one_sentence(client: TestClient, site: tuple[pathlib.Path, pathlib.Path]) -> None:
+    from rocketmq_retry.explore import open_warehouse
+
+    with open_warehouse(*site) as ex:
+        record = ex.story(desk.RETRIED)[0].compensation
+    assert record is not None and record.completed_at is not None
+    done = record.completed_at.strftime("%Y-%m-%d %H:%M")  # another day than the DLQ move's: the date is said
+    error = "IllegalStateException: shipment-service unavailable for orderId=ORD-26112100058"
+    assert _summary(client.get(f"/messages/{desk.RETRIED}").text) == (
+        f'Failed 17 times with <code title="{error}">{error}</code>, dead-lettered 4 h 45 min after its first '
+        f'delivery, compensated by <code title="refund-api">refund-api</code> at {done}.'
+    )
+
+
+def test_the_sentence_says_only_what_is_established(site: tuple[pathlib.Path, pathlib.Path]) -> None:
+    import dataclasses
+
+    from rocketmq_retry.explore import open_warehouse
+    from rocketmq_retry.explore.summary import exception_of, summary
+
+    def text(story: Any) -> str:
+        return "".join(f"`{p.text}`" if p.code else p.text for p in summary(story))
+
+    with open_warehouse(*site) as ex:
+        story = ex.story(desk.RETRIED)[0]
+        other = ex.story(desk.msg_id(1))[0]
+    # no line shows the DLQ move's time: no span is measured
+    hops = [
+        dataclasses.replace(h, observed_at=None, inferred=True) if h.to_state == "DEAD_LETTERED" else h
+        for h in story.hops
+    ]
+    assert "dead-lettered (the move is inferred: no line shows its time)" in text(dataclasses.replace(story, hops=hops))
+    # failures whose lines carry no exception: no "with"
+    bare = dataclasses.replace(story, evidence=[dataclasses.replace(e, detail=None) for e in story.evidence])
+    assert text(bare).startswith("Failed 17 times, dead-lettered 4 h 45 min after")
+    # a letter without hops in the warehouse (the other 49) and a ledger that gave up
+    assert text(other) == "Dead-lettered at 2026-11-21 01:01, compensation by `warehouse-api` gave up after 1 attempt."
+    unregistered = dataclasses.replace(other, compensation=None)
+    assert text(unregistered) == "Dead-lettered at 2026-11-21 01:01, not registered for compensation yet."
+    assert exception_of("java.lang.IllegalStateException: down, com.example.A.b(A.java:74)") == (
+        "IllegalStateException: down"
+    )
+    assert exception_of("com.example.Boom") == "Boom" and exception_of("  ") is None
+    assert exception_of("timeout after 3000 ms, see a.b.C") == "timeout after 3000 ms, see a.b.C"
+
+
+def test_search_by_prefix_in_any_case(client: TestClient) -> None:
+    def found(q: str) -> list[str]:
+        html = client.get("/messages", params={"q": q}).text
+        return re.findall(r'<a href="/messages/([0-9A-F]+)\?group=', html)
+
+    assert found("ord-26112100058") == [desk.RETRIED]  # the business key, typed in lower case
+    assert found("trace-9F86") == sorted(desk.msg_id(i) for i in range(1, 50))  # one of the KEYS, by its start
+    assert found("0a00023727274624be") == [desk.RETRIED]  # the start of a msg_id
+    assert found("9f86d081") == []  # the middle of a key is not its start
+    html = client.get("/messages", params={"q": "ORD-2611210"}).text
+    assert '<p class="muted" id="found-count">50 lifecycles match <q>ORD-2611210</q>' in html
