@@ -6,7 +6,7 @@ For each size it simulates a landing (``rocketmq-retry simulate``; ~600 lines pe
 default noise), then in the same run times (1) ``jobs.ingest.run_ingest`` end to end (read, classify, write
 events/quarantine/ingest_report) in a new JVM, as a daily ``spark-submit`` runs it, and again in that JVM
 (``--repeat``, default 2; the best repeat is 'again'), and (2) DuckDB over the same files: numbered lines, the
-same head layouts, time zones, statement table (generated from ``jobs.ingest_patterns``), continuation dating
+same head layouts, time zones, statement table (generated from ``jobs.ingest.patterns``), continuation dating
 window, trace record split and dump JSON, written to Parquet. It prints a table with lines/s and the
 Spark/DuckDB ratio. Not a test: numbers depend on the machine.
 

@@ -5,7 +5,7 @@ them). ``pattern_regex`` turns one into a regular expression whose text means th
 Java's ``java.util.regex``, so the reconstruction job (Spark ``rlike``, ``jobs/reconstruct/dead_letters.py``) and
 the batch service (``route_for``) answer from the same text; ``tests/test_compensation_routing.py`` holds the two
 and ``fnmatch`` to one table of cases. The business key is not decided here: reconstruction writes it into
-``lifecycles`` and ``dead_letters`` (``jobs/reconstruct_lifecycles.business_key``) and compensation uses that
+``lifecycles`` and ``dead_letters`` (``jobs/reconstruct/lifecycles.business_key``) and compensation uses that
 column."""
 
 from __future__ import annotations

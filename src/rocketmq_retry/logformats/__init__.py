@@ -1,7 +1,7 @@
 """The grammar of every supported log/trace format, shared by the Spark parser and the simulator (DESIGN §3, §6).
 
 Each statement and each head layout is defined once, here: the simulator renders the templates and layouts, the
-ingest job (``jobs/ingest_patterns`` re-exports) matches the regexes defined next to them, and
+ingest job (``jobs/ingest/patterns`` re-exports) matches the regexes defined next to them, and
 ``tests/test_logformats_grammar.py`` round-trips every template through those regexes (docs/ingest.md, "One
 grammar").
 

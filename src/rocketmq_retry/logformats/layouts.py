@@ -1,7 +1,7 @@
 """Line layouts of every text format (docs/rocketmq-rules.md §6.1, §6.4, §12; tests/data/rocketmq-4.9.4).
 
 For each format: how one event is rendered (prefix, message, throwable, line end), the head regex the Spark parser
-matches (``*_HEAD``, Java regexes with numbered groups; ``jobs/ingest_screen`` matches their part before the message
+matches (``*_HEAD``, Java regexes with numbered groups; ``jobs/ingest/screen`` matches their part before the message
 separator) and the simulator-side ``*_LINE_RE`` (named groups) that the tests read simulated files with. A physical
 line that matches no head is a continuation of the previous entry (stack frames, ``Caused by:``, FAQ hints) or
 damage (docs/ingest.md, "Noise and continuation lines").
@@ -22,7 +22,7 @@ from rocketmq_retry.logformats.timefmt import (
     TimestampLayout,
 )
 
-# --- the parser's head lines (jobs/ingest_patterns re-exports them; Java regexes for Spark) --------------------
+# --- the parser's head lines (jobs/ingest/patterns re-exports them; Java regexes for Spark) --------------------
 # One level set for every layout, the parser's: what a head may carry. The simulator writes TRACE..ERROR only; the
 # *_LINE_RE below accept the same set, so the simulator's and the parser's notion of a head agree.
 LEVEL_NAMES = ("TRACE", "DEBUG", "INFO", "WARN", "WARNING", "ERROR", "FATAL")
@@ -106,7 +106,7 @@ def _broker_line(named: bool) -> str:
     )  # fmt: skip
 
 
-# The parser's broker head (jobs/ingest_screen.RX_BROKER is its part before " - ") and the simulator-side form.
+# The parser's broker head (jobs/ingest/screen.RX_BROKER is its part before " - ") and the simulator-side form.
 BROKER_HEAD = _broker_line(named=False)
 BROKER_LINE_RE = _broker_line(named=True)
 

@@ -288,7 +288,7 @@ S_CONSUME_FAILED = Statement(
     reconsume_rx=r"reconsumeTimes:(\d+)$",
     status="EXCEPTION",
 )
-# Written only: no retry transition. The ingest job reads the line as binding B-S1 (jobs/ingest_patterns.BINDINGS).
+# Written only: no retry transition. The ingest job reads the line as binding B-S1 (jobs/ingest/patterns.BINDINGS).
 S_RUNNING_CONTAINER = Statement("S-2", "INFO", "running container: {}", "all", "spring")
 
 # --- gRPC Java SDK (§5.3, §5.6, §6.2) -----------------------------------------------------------------------
@@ -596,7 +596,7 @@ _check_catalogue()
 
 # --- remoting client lines that name a group and its topics (no retry transition; start-up and periodic) ---------
 # The client log's evidence of which group an application instance runs (rocketmq-facts Q7, Q12). The ingest job
-# reads them as bindings (jobs/ingest_patterns.BINDINGS), by prefix, not as statements.
+# reads them as bindings (jobs/ingest/patterns.BINDINGS), by prefix, not as statements.
 C_CONSUMER_START = "the consumer [{}] start beginning. messageModel={}, isUnitMode={}"  # DefaultMQPushConsumerImpl
 C_CONSUMER_START_OK = "the consumer [{}] start OK."
 _REBALANCED = (

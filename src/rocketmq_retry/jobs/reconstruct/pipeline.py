@@ -1,5 +1,5 @@
 """The whole reconstruction transform for one day: events (D plus look-back) -> transitions, lifecycles,
-dead_letters, reconciliation and unattributed (DESIGN §4), wiring the steps of the ``reconstruct_*`` modules.
+dead_letters, reconciliation and unattributed (DESIGN §4), wiring the steps of the ``jobs/reconstruct/`` modules.
 
 1. ``reconstruct.events.observations``: events conformed, identities linked, each row classified as evidence.
 2. ``reconstruct.facts``: one aggregation per (group, msg_id, attempt), per message and per lifecycle.
