@@ -11,9 +11,7 @@ import datetime as dt
 import pathlib
 from typing import Any
 
-import yaml
-
-from test_pages_support import write_table
+from test_pages_support import build_site
 
 DAY = "2026-11-21"
 GROUP = "GID_order_fulfilment_shipment_dispatch_consumer"
@@ -160,31 +158,11 @@ def refuse(letter: Any) -> str:
 
 def build(root: pathlib.Path) -> tuple[pathlib.Path, pathlib.Path]:
     """(warehouse, config) of the desk day, compensated."""
-    from rocketmq_retry.compensation.batches import compensate_batch, plan_batches
-
-    warehouse = root / "warehouse"
     dead = letters()
-    write_table(warehouse, "dead_letters", DAY, dead)
-    write_table(warehouse, "lifecycles", DAY, lifecycles(dead))
     transitions, events = transitions_and_events()
-    write_table(warehouse, "transitions", DAY, transitions)
-    write_table(warehouse, "events", DAY, events)
-    config = root / "rocketmq-retry.yaml"
-    config.write_text(
-        yaml.safe_dump(
-            {
-                "compensation": {
-                    "max_attempts": 1,
-                    "routes": [{"topic": "shipments", "handler": "refund-api"}, {"handler": "warehouse-api"}],
-                    "handlers": {
-                        "refund-api": {"type": "python", "callable": "rocketmq_retry.compensation.handlers:log_only"},
-                        "warehouse-api": {"type": "python", "callable": "pages_desk_support:refuse"},
-                    },
-                }
-            }
-        ),
-        encoding="utf-8",
+    return build_site(
+        root,
+        {"dead_letters": dead, "lifecycles": lifecycles(dead), "transitions": transitions, "events": events},
+        [{"topic": "shipments", "handler": "refund-api"}, {"handler": "warehouse-api"}],
+        {"refund-api": "rocketmq_retry.compensation.handlers:log_only", "warehouse-api": "pages_desk_support:refuse"},
     )
-    for batch in plan_batches(DAY, warehouse, config):
-        compensate_batch(batch, "scheduled__2026-11-21", str(config))
-    return warehouse, config

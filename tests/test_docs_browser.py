@@ -16,6 +16,7 @@ import subprocess
 import threading
 import time
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
@@ -47,27 +48,32 @@ def _free_port() -> int:
 
 
 @contextlib.contextmanager
-def serve(docs: pathlib.Path) -> Iterator[str]:
-    """The plugin's app over ``docs`` on 127.0.0.1 (no authentication: the browser has no Airflow session)."""
+def serve_app(app: Any, what: str = "the app") -> Iterator[str]:
+    """``app`` (ASGI) served by uvicorn on a free 127.0.0.1 port for the length of the block: its base URL."""
     import uvicorn
 
-    from rocketmq_retry.airflow.plugin import create_app
-
     port = _free_port()
-    server = uvicorn.Server(
-        uvicorn.Config(create_app(docs, authenticate=False), host="127.0.0.1", port=port, log_level="warning")
-    )
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
-    deadline = time.monotonic() + 20
+    deadline = time.monotonic() + 30
     while not server.started:
-        assert time.monotonic() < deadline, "the docs app did not start"
+        assert time.monotonic() < deadline, f"{what} did not start"
         time.sleep(0.05)
     try:
         yield f"http://127.0.0.1:{port}"
     finally:
         server.should_exit = True
         thread.join(10)
+
+
+@contextlib.contextmanager
+def serve(docs: pathlib.Path) -> Iterator[str]:
+    """The plugin's app over ``docs`` on 127.0.0.1 (no authentication: the browser has no Airflow session)."""
+    from rocketmq_retry.airflow.plugin import create_app
+
+    with serve_app(create_app(docs, authenticate=False), "the docs app") as url:
+        yield url
 
 
 @pytest.fixture

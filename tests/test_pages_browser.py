@@ -10,15 +10,13 @@ import json
 import os
 import pathlib
 import subprocess
-import threading
-import time
 from collections.abc import Iterator
 
 import pytest
 from fastapi.responses import HTMLResponse
 
 import test_pages_support as lit
-from test_docs_browser import CHROMIUM, _body_tag, _free_port
+from test_docs_browser import CHROMIUM, _body_tag, serve_app
 
 pytestmark = [pytest.mark.browser]
 DAY = lit.DAY
@@ -27,7 +25,6 @@ PAGE_ORIGIN = "http://127.0.0.1:"
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    import uvicorn
 
     from rocketmq_retry.airflow.pages import app as pages
 
@@ -35,17 +32,8 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     app = pages.create_pages_app(lambda: pages.Source(warehouse, config), authenticate=False)
     # The control for the network check: a page of this test only, naming an image on another host.
     app.add_api_route("/control", lambda: HTMLResponse('<p>x</p><img src="http://192.0.2.7/pixel.png">'))
-    port = _free_port()
-    srv = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
-    thread = threading.Thread(target=srv.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 30
-    while not srv.started:
-        assert time.monotonic() < deadline, "the pages app did not start"
-        time.sleep(0.05)
-    yield f"http://127.0.0.1:{port}"
-    srv.should_exit = True
-    thread.join(10)
+    with serve_app(app, "the pages app") as url:
+        yield url
 
 
 def _chromium(url: str, profile: pathlib.Path, *extra: str) -> tuple[str, list[str]]:

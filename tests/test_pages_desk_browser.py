@@ -7,8 +7,6 @@ test's temporary folder)."""
 from __future__ import annotations
 
 import pathlib
-import threading
-import time
 from collections.abc import Iterator
 
 import pytest
@@ -16,7 +14,7 @@ from fastapi.responses import HTMLResponse
 
 import pages_desk_support as desk
 from pages_cdp import WIDTH, Browser, Page
-from test_docs_browser import _free_port
+from test_docs_browser import serve_app
 
 pytestmark = [pytest.mark.browser]
 DAY = desk.DAY
@@ -29,7 +27,6 @@ ONE_LINE_PX = 28
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    import uvicorn
 
     from rocketmq_retry.airflow.pages import app as pages
 
@@ -43,17 +40,8 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
             + f'" width="{FRAME_WIDTH}" height="{FRAME_HEIGHT}" style="border:0"></iframe></body>'
         ),
     )  # fmt: skip
-    port = _free_port()
-    srv = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
-    thread = threading.Thread(target=srv.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 30
-    while not srv.started:
-        assert time.monotonic() < deadline, "the pages app did not start"
-        time.sleep(0.05)
-    yield f"http://127.0.0.1:{port}"
-    srv.should_exit = True
-    thread.join(10)
+    with serve_app(app, "the pages app") as url:
+        yield url
 
 
 @pytest.fixture()

@@ -8,14 +8,12 @@ from __future__ import annotations
 
 import pathlib
 import re
-import threading
-import time
 from collections.abc import Iterator
 
 import pytest
 
 from conftest import ROOT
-from test_docs_browser import _free_port
+from test_docs_browser import serve_app
 from test_pages_browser import _dom, _local_only, _screenshot
 
 pytestmark = [pytest.mark.spark, pytest.mark.browser, pytest.mark.slow]
@@ -27,23 +25,13 @@ LETTER = "0A00022E651B0275A43862CED3300001"
 
 @pytest.fixture(scope="module")
 def server(example_day: pathlib.Path) -> Iterator[str]:
-    import uvicorn
 
     from rocketmq_retry.airflow.pages import app as pages
 
     warehouse = example_day
     app = pages.create_pages_app(lambda: pages.Source(warehouse, CONFIG), authenticate=False)
-    port = _free_port()
-    srv = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
-    thread = threading.Thread(target=srv.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 30
-    while not srv.started:
-        assert time.monotonic() < deadline, "the pages app did not start"
-        time.sleep(0.05)
-    yield f"http://127.0.0.1:{port}"
-    srv.should_exit = True
-    thread.join(10)
+    with serve_app(app, "the pages app") as url:
+        yield url
 
 
 def test_overview_of_the_example_day(server: str, tmp_path: pathlib.Path, shots: pathlib.Path) -> None:

@@ -184,33 +184,38 @@ def refuse(letter: Any) -> str:
     raise RuntimeError(f"refund service unavailable for {letter.msg_id}")
 
 
-def build(root: pathlib.Path) -> tuple[pathlib.Path, pathlib.Path]:
-    """(warehouse, config): the literal day and its ledger (orders FAILED, the rest DONE)."""
+def build_site(
+    root: pathlib.Path,
+    tables: dict[str, list[dict[str, Any]]],
+    routes: list[dict[str, str]],
+    handlers: dict[str, str],
+) -> tuple[pathlib.Path, pathlib.Path]:
+    """(warehouse, config): ``tables`` written for DAY, then compensated once under a config of ``routes`` and
+    python ``handlers`` (name -> callable), one attempt each, as the scheduled run of the next day would."""
     from rocketmq_retry.compensation.batches import compensate_batch, plan_batches
 
     warehouse = root / "warehouse"
-    dead = letters()
-    write_table(warehouse, "dead_letters", DAY, dead)
-    write_table(warehouse, "lifecycles", DAY, lifecycles(dead))
-    transitions, events = transitions_and_events(dead)
-    write_table(warehouse, "transitions", DAY, transitions)
-    write_table(warehouse, "events", DAY, events)
+    for table, rows in tables.items():
+        write_table(warehouse, table, DAY, rows)
     config = root / "rocketmq-retry.yaml"
-    config.write_text(
-        yaml.safe_dump(
-            {
-                "compensation": {
-                    "max_attempts": 1,
-                    "routes": [{"topic": "orders", "handler": "refunds"}, {"handler": "log-only"}],
-                    "handlers": {
-                        "refunds": {"type": "python", "callable": "test_pages_support:refuse"},
-                        "log-only": {"type": "python", "callable": "rocketmq_retry.compensation.handlers:log_only"},
-                    },
-                }
-            }
-        ),
-        encoding="utf-8",
-    )
+    compensation = {
+        "max_attempts": 1,
+        "routes": routes,
+        "handlers": {name: {"type": "python", "callable": target} for name, target in handlers.items()},
+    }
+    config.write_text(yaml.safe_dump({"compensation": compensation}), encoding="utf-8")
     for batch in plan_batches(DAY, warehouse, config):
         compensate_batch(batch, "scheduled__2026-11-21", str(config))
     return warehouse, config
+
+
+def build(root: pathlib.Path) -> tuple[pathlib.Path, pathlib.Path]:
+    """(warehouse, config): the literal day and its ledger (orders FAILED, the rest DONE)."""
+    dead = letters()
+    transitions, events = transitions_and_events(dead)
+    return build_site(
+        root,
+        {"dead_letters": dead, "lifecycles": lifecycles(dead), "transitions": transitions, "events": events},
+        [{"topic": "orders", "handler": "refunds"}, {"handler": "log-only"}],
+        {"refunds": "test_pages_support:refuse", "log-only": "rocketmq_retry.compensation.handlers:log_only"},
+    )
