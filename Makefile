@@ -20,12 +20,15 @@ PYTEST_WORKERS ?= 2
 # minutes (few tests each) would start last; conftest.py puts them first.
 XDIST := -n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder
 
-.PHONY: help setup test test-all test-fast lint format demo bench clean
+.PHONY: help setup test test-all test-fast lint format demo airflow airflow-stop bench clean
 
 help:
 	@echo "make setup      create .venv from the pinned constraints (idempotent; checks Java 17)"
 	@echo "make demo       setup, then run the daily DAG (airflow dags test) on the committed sample and print its summary"
 	@echo "                (DEMO_SPARK=connect: its Spark tasks on one warm Spark Connect server, left running)"
+	@echo "make airflow    setup, then the UI on http://127.0.0.1:8080 (PostgreSQL on 127.0.0.1:5432 needed): the four"
+	@echo "                Airflow components, the example day through the daily DAG, two simulated days backfilled"
+	@echo "make airflow-stop  stop what make airflow started (by pid)"
 	@echo "make test       setup, then run the whole test suite (real Spark, Airflow, GE, SQLite and PostgreSQL)"
 	@echo "make test-fast  the tests not marked slow"
 	@echo "make test-all   every test, including the 2,000-message simulated-day comparison (about 4 more minutes)"
@@ -62,6 +65,12 @@ format: setup
 
 demo: setup
 	@bash scripts/demo.sh "$(DEMO_DIR)" "$(DEMO_DATE)" "$(DEMO_CONFIG)"
+
+airflow: setup
+	@bash scripts/airflow-local.sh start
+
+airflow-stop:
+	@bash scripts/airflow-local.sh stop
 
 bench: setup
 	@for b in benchmarks/bench_*.py; do echo "== $$b"; $(PY) $$b || exit 1; done

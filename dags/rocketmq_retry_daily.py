@@ -34,7 +34,7 @@ with DAG(
     # Compensation acts on dead letters only after validation passed: a critical failure blocks it.
     batches = plan_compensation(run)
     compensated = compensation_summary(compensate.expand(batch=batches))
-    summary = task(task_id="report")(report)()
+    summary = task(task_id="report", outlets=parts.outlets("report", settings))(report)()
 
     run >> wait >> ingest >> reconstruct >> validate >> batches
     compensated >> summary

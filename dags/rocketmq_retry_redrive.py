@@ -5,6 +5,10 @@ or a ``date_from``..``date_to`` range to re-drive every ledger row in ``states``
 dead-letter dates. FAILED, GAVE_UP and SKIPPED rows are reopened with a fresh attempt budget; DONE rows are
 never re-driven (their effect already happened) and are listed in the summary's notes. The work is split
 into at most ``max_batches`` mapped ``compensate`` instances, each recording every outcome in the ledger.
+
+Unpaused when Airflow first sees it: with no schedule it never starts a run by itself, and a trigger (which needs
+permission to trigger this DAG) should run rather than sit queued. Pause it to hold re-drives: triggered runs
+then wait, queued, until it is unpaused.
 """
 
 from __future__ import annotations
@@ -23,6 +27,8 @@ _DATE = {"type": "string", "pattern": r"^(\d{4}-\d{2}-\d{2})?$"}
 @dag(
     dag_id=parts.REDRIVE_DAG_ID,
     schedule=None,
+    # Triggered only (the dead-letter page, the trigger form): a paused DAG would queue those runs for ever.
+    is_paused_upon_creation=False,
     start_date=parts.START_DATE,
     catchup=False,
     max_active_runs=1,

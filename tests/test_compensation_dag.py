@@ -41,6 +41,8 @@ def _summary(run: Any) -> dict[str, Any]:
 
 def test_dag_parses_into_plan_mapped_compensate_summary(redrive_dag: Any) -> None:
     assert type(redrive_dag.timetable).__name__ == "NullTimetable"  # triggered by an operator, never scheduled
+    # usable as installed: a trigger from the dead-letter page runs instead of queueing on a paused DAG
+    assert redrive_dag.is_paused_upon_creation is False
     assert [t.task_id for t in redrive_dag.topological_sort()] == ["plan_redrive", "compensate", "compensation_summary"]
     assert redrive_dag.get_task("compensate").max_active_tis_per_dagrun == 4
 

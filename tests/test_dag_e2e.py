@@ -126,6 +126,40 @@ def _states(dag_run: Any) -> dict[str, str]:
     return {ti.task_id: str(ti.state) for ti in dag_run.get_task_instances()}
 
 
+def _asset_events(dag_run: Any) -> dict[str, tuple[str, dict[str, Any]]]:
+    """The asset events a run recorded: asset name -> (the task that emitted it, its extra)."""
+    from airflow.models.asset import AssetEvent
+    from airflow.utils.session import create_session
+    from sqlalchemy import select
+
+    with create_session() as session:
+        rows = session.scalars(select(AssetEvent).where(AssetEvent.source_run_id == dag_run.run_id)).all()
+        events = [(e.asset.name, e.source_task_id, dict(e.extra or {})) for e in rows]
+    assert len(events) == len({name for name, _, _ in events}), f"an asset event twice: {events}"
+    return {name: (task_id, extra) for name, task_id, extra in events}
+
+
+def _check_asset_events(dag_run: Any, warehouse: pathlib.Path, config: str) -> None:
+    """Each table the run committed is one event of its table's asset, by the task that committed it, naming the
+    date and its partition."""
+    from rocketmq_retry.airflow.assets import TASK_TABLES
+
+    events = _asset_events(dag_run)
+    expected = {f"rocketmq_retry.{table}": task_id for task_id, tables in TASK_TABLES.items() for table in tables}
+    assert {name: task_id for name, (task_id, _) in events.items()} == expected
+    for name, (_, extra) in events.items():
+        table = name.removeprefix("rocketmq_retry.")
+        partition = partition_dir(warehouse, table, DS)
+        assert extra == {
+            "ds": DS,
+            "table": table,
+            "partition": str(partition),
+            "warehouse": str(warehouse),
+            "config": config,
+        }
+        assert partition.is_dir(), f"{name}: the event names {partition}, which is not there"
+
+
 def test_daily_run_twice_same_outputs(
     dag: Any, deployment: dict[str, pathlib.Path], connect_server: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -150,6 +184,8 @@ def test_daily_run_twice_same_outputs(
     assert {"events", "transitions", "lifecycles", "dead_letters"} <= set(outputs)
     page = pathlib.Path(report["validation"]["data_docs"])
     assert page.is_file() and page.is_relative_to(deployment["gx"])
+    config = str(deployment["config"] / "rocketmq-retry.yaml")
+    _check_asset_events(first, deployment["warehouse"], config)
 
     # the second run's Spark tasks as clients of the Connect server: the same jobs, no spark-submit
     conn = {"conn_type": "spark_connect", "host": "sc://127.0.0.1", "port": connect_server}
@@ -166,6 +202,7 @@ def test_daily_run_twice_same_outputs(
     second = dag.test(logical_date=logical)
     assert second.state == "success", _states(second)
     assert on_connect == [f"sc://127.0.0.1:{connect_server}/"] * 3  # ingest, reconstruct, validate
+    _check_asset_events(second, deployment["warehouse"], config)  # the Connect path emits the same events
     again = _snapshot(deployment["warehouse"], DS)
     assert sorted(again) == sorted(outputs)
     for name, content in outputs.items():

@@ -57,7 +57,8 @@ def test_schedule_and_run_limits(dag: Any) -> None:
     assert dag.timetable.expression == "0 0 * * *"
     assert str(getattr(dag.timetable.timezone, "name", dag.timetable.timezone)) == "UTC"
     assert dag.catchup is False
-    assert dag.max_active_runs == 1
+    # one scheduled run waiting for its landing plus one that works: a triggered run never queues behind a wait
+    assert dag.max_active_runs == 2
     assert set(dag.tags) >= {"rocketmq", "spark", "great-expectations"}
     assert set(dag.params) == {"landing", "warehouse", "config"}
     assert dag.on_failure_callback
@@ -310,3 +311,28 @@ def test_package_zip_is_reproducible(tmp_path: pathlib.Path) -> None:
     assert first == second and first.read_bytes() == second.read_bytes()
     names = zipfile.ZipFile(first).namelist()
     assert "rocketmq_retry/jobs/ingest/job.py" in names and not any("__pycache__" in n for n in names)
+
+
+def test_each_table_is_an_asset_of_the_task_that_commits_it(dag: Any) -> None:
+    """Every table of the data contract, and the run reports, is the outlet of exactly one task: the one that
+    commits it. Names are stable; the URI is the table's folder under the deployment's warehouse root."""
+    from airflow.sdk import Asset
+
+    from rocketmq_retry.airflow.settings import load_airflow_settings
+    from rocketmq_retry.contract import SCHEMAS
+
+    outlets = {t.task_id: sorted(o.name for o in t.outlets) for t in dag.tasks if t.outlets}
+    assert outlets == {
+        "ingest": sorted(f"rocketmq_retry.{t}" for t in ("events", "quarantine", "ingest_report", "bindings")),
+        "reconstruct": sorted(
+            f"rocketmq_retry.{t}"
+            for t in ("transitions", "lifecycles", "dead_letters", "reconciliation", "unattributed")
+        ),
+        "report": ["rocketmq_retry.run_reports"],
+    }
+    named = sorted(name.removeprefix("rocketmq_retry.") for names in outlets.values() for name in names)
+    assert named == sorted([*SCHEMAS, "run_reports"])
+    warehouse = load_airflow_settings().warehouse
+    dead = next(o for o in dag.get_task("reconstruct").outlets if o.name == "rocketmq_retry.dead_letters")
+    assert isinstance(dead, Asset) and dead.group == "rocketmq-retry"
+    assert dead.uri == f"file://{warehouse}/dead_letters"

@@ -104,7 +104,12 @@ class AirflowSettings(BaseModel):
     retry_delay_seconds: int = Field(60, gt=0)
     retry_backoff: float = Field(2.0, ge=1.0, description="Multiplier between retries (exponential back-off).")
     max_retry_delay_seconds: int = Field(3600, gt=0)
-    max_active_runs: int = Field(1, gt=0)
+    max_active_runs: int = Field(
+        2,
+        gt=0,
+        description="Scheduled + manual runs at once (not backfills). 2: a scheduled run waiting for its landing "
+        "holds one, so a triggered run still gets the other; 1 queues every triggered run behind such a wait.",
+    )
     spark_conn_id: str = Field("spark_default", description="Connection naming the Spark master (host).")
     spark_apps_dir: str | None = Field(
         None,

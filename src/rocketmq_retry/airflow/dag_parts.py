@@ -9,7 +9,7 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
-from airflow.sdk import CronDataIntervalTimetable, Param
+from airflow.sdk import Asset, CronDataIntervalTimetable, Param
 
 from rocketmq_retry.airflow.settings import AirflowSettings, load_airflow_settings
 
@@ -90,6 +90,13 @@ def landing_sensor(settings: AirflowSettings) -> Any:
     )
 
 
+def outlets(task_id: str, settings: AirflowSettings) -> list[Asset]:
+    """The table Assets ``task_id`` commits (``rocketmq_retry.airflow.assets``)."""
+    from rocketmq_retry.airflow.assets import task_outlets
+
+    return task_outlets(task_id, str(settings.warehouse))
+
+
 def spark_job(job: str, settings: AirflowSettings, *, needs_landing: bool = False) -> Any:
     from rocketmq_retry.airflow.operators import RocketMQSparkJobOperator
 
@@ -100,6 +107,7 @@ def spark_job(job: str, settings: AirflowSettings, *, needs_landing: bool = Fals
         conn_id=settings.spark_conn_id,
         extra_conf=settings.spark_conf,
         needs_landing=needs_landing,
+        outlets=outlets(job, settings),
         verbose=False,
     )
 

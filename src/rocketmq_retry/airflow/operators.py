@@ -19,6 +19,7 @@ from typing import Any
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 from airflow.sdk import BaseOperator, BaseSensorOperator
 
+from rocketmq_retry.airflow.assets import emit_partitions
 from rocketmq_retry.airflow.links import DataDocsLink
 from rocketmq_retry.urls import RESOLVE_TASK, XCOM_DOCS_PATH
 
@@ -155,7 +156,12 @@ class RocketMQSparkJobOperator(SparkSubmitOperator):
         connect_url = spark_connect_url(self._conn_id)
         if connect_url:
             self._run_on_connect(paths, connect_url)
-            return
+        else:
+            self._submit(context, paths)
+        # the job committed its tables of the date: their asset events (recorded when this task succeeds) say so
+        emit_partitions(context, paths)
+
+    def _submit(self, context: Any, paths: dict[str, str]) -> None:
         self.prepare(paths)
         from airflow.exceptions import AirflowException
         from airflow.sdk.exceptions import AirflowFailException

@@ -163,6 +163,9 @@ def report(**context: Any) -> dict[str, Any]:
     tmp = out / ".summary.json.tmp"
     tmp.write_text(json.dumps(result, indent=2, sort_keys=True) + "\n", encoding="utf-8")
     tmp.replace(out / "summary.json")
+    from rocketmq_retry.airflow.assets import emit_partitions
+
+    emit_partitions(context, paths)
     text = render_report(result)
     log.info("\n%s", text)
     print(text)  # also on stdout: `airflow dags test` shows it without log-level configuration

@@ -1,0 +1,181 @@
+"""Nothing waits behind a missing day, on a real scheduler (docs/airflow.md, "The UI, a triggered run").
+
+A fresh PostgreSQL metadata database and the four components of ``scripts/airflow-services.sh``, configured as
+installed (no ``max_active_runs`` or paused state set by the test). Unpausing the daily DAG creates the scheduled
+run of yesterday, whose landing has no file: its ``wait_for_landing`` waits, deferred. The test makes that wait
+certain whatever the time of day (an empty folder is "still filling" and is waited for the whole timeout; a
+missing one would fail at once after 06:00 UTC, which would hide a stall). A run triggered for the example day
+must then run to ``success`` while that scheduled run is still waiting; with ``max_active_runs: 1`` it stays
+queued behind it and the test fails on its budget. The re-drive DAG, never unpaused here, must run a trigger.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import pathlib
+import secrets
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+import test_backfill_scheduler as backfill
+from conftest import ROOT
+from test_backfill_scheduler import Metadata, _airflow, _free_port, _tails, _wait, _where
+
+metadata_db = backfill.metadata_db  # the same fresh PostgreSQL database fixture, dropped afterwards
+
+pytestmark = [pytest.mark.slow, pytest.mark.airflow, pytest.mark.spark]
+
+DAG_ID = "rocketmq_retry_daily"
+REDRIVE = "rocketmq_retry_redrive"
+DS = "2026-11-20"  # the date of examples/landing
+# The triggered run's five Spark-using steps on a 2-core machine shared with other jobs: a few minutes.
+BUDGET_SECONDS = 1200
+
+
+@pytest.fixture(scope="module")
+def deployment(metadata_db: str, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    base = tmp_path_factory.mktemp("no-wait")
+    roots = {name: base / name for name in ("landing", "warehouse", "config", "home", "work")}
+    for path in roots.values():
+        path.mkdir()
+    shutil.copytree(ROOT / "examples" / "landing", roots["landing"] / DS)
+    today = dt.datetime.now(dt.UTC).date()
+    for day in (today - dt.timedelta(days=1), today):  # today too: the test may cross midnight
+        (roots["landing"] / day.isoformat()).mkdir()
+    config = roots["config"] / "rocketmq-retry.yaml"
+    shutil.copy(ROOT / "examples" / "rocketmq-retry.yaml", config)
+    gx_root = base / "expectations"
+    shutil.copytree(ROOT / "expectations", gx_root, ignore=shutil.ignore_patterns("uncommitted"))
+    inherited = {k: v for k, v in os.environ.items() if not k.startswith(("AIRFLOW", "PYSPARK_SUBMIT_ARGS"))}
+    inherited.pop("ROCKETMQ_RETRY_MAX_ACTIVE_RUNS", None)  # the installed default is what is tested
+    env = {
+        **inherited,
+        "AIRFLOW_HOME": str(roots["home"]),
+        "AIRFLOW__CORE__DAGS_FOLDER": str(ROOT / "dags"),
+        "AIRFLOW__CORE__PLUGINS_FOLDER": str(ROOT / "plugins"),
+        "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
+        "AIRFLOW__CORE__EXECUTOR": "LocalExecutor",
+        "AIRFLOW__CORE__PARALLELISM": "2",
+        "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": metadata_db,
+        "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN_ASYNC": metadata_db.replace("+psycopg://", "+psycopg_async://", 1),
+        "AIRFLOW__API__HOST": "127.0.0.1",
+        "AIRFLOW__API__PORT": str(_free_port()),
+        "AIRFLOW__API__WORKERS": "1",
+        "AIRFLOW__API_AUTH__JWT_SECRET": secrets.token_urlsafe(32),
+        "AIRFLOW_CONN_SPARK_DEFAULT": '{"conn_type": "spark", "host": "local[2]"}',
+        "ROCKETMQ_RETRY_LANDING_ROOT": str(roots["landing"]),
+        "ROCKETMQ_RETRY_WAREHOUSE_ROOT": str(roots["warehouse"]),
+        "ROCKETMQ_RETRY_CONFIG": str(config),
+        "ROCKETMQ_RETRY_GX_ROOT": str(gx_root),
+        "PATH": f"{pathlib.Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
+        "PYSPARK_PYTHON": sys.executable,
+        "PYSPARK_DRIVER_PYTHON": sys.executable,
+        "SPARK_LOCAL_IP": "127.0.0.1",
+    }
+    return {**roots, "env": env, "db": metadata_db}
+
+
+@pytest.fixture(scope="module")
+def services(deployment: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    script = ROOT / "scripts" / "airflow-services.sh"
+    run = {"env": deployment["env"], "cwd": deployment["work"], "capture_output": True, "text": True}
+    try:
+        started = subprocess.run(["bash", str(script), "start"], timeout=400, **run)
+        logs = deployment["home"] / "services"
+        assert started.returncode == 0, f"{started.stdout}\n{started.stderr}\n{_tails(logs.glob('*.log'))}"
+        yield deployment
+    finally:
+        stopped = subprocess.run(["bash", str(script), "stop"], timeout=120, **run)
+        print(f"airflow-services.sh stop: {stopped.stdout.strip()} {stopped.stderr.strip()}")
+
+
+@pytest.fixture(scope="module")
+def meta(deployment: dict[str, Any]) -> Iterator[Metadata]:
+    reader = Metadata(deployment["db"])
+    yield reader
+    reader.engine.dispose()
+
+
+def _run(meta: Metadata, run_id: str) -> dict[str, Any]:
+    rows = meta.rows("SELECT run_id, state, run_type FROM dag_run WHERE run_id = :r", r=run_id)
+    return rows[0] if rows else {}
+
+
+def test_a_triggered_run_finishes_while_yesterday_waits_for_its_landing(
+    services: dict[str, Any], meta: Metadata
+) -> None:
+    deployment = services
+    t0 = time.monotonic()
+
+    def parsed() -> bool:
+        errors = meta.rows("SELECT filename, stacktrace FROM import_error")
+        assert not errors, f"DAG import errors: {errors}"
+        found = meta.rows("SELECT dag_id FROM serialized_dag WHERE dag_id IN (:d, :r)", d=DAG_ID, r=REDRIVE)
+        return len(found) == 2
+
+    _wait("the dag-processor to serialize both DAGs", parsed, timeout=240)
+    paused = {r["dag_id"]: r["is_paused"] for r in meta.rows("SELECT dag_id, is_paused FROM dag")}
+    # as installed: the daily DAG waits for the operator (its schedule creates runs); the re-drive DAG runs triggers
+    assert paused == {DAG_ID: True, REDRIVE: False}, paused
+
+    _airflow(deployment, "dags", "unpause", DAG_ID)
+
+    def waiting() -> dict[str, Any] | None:
+        for r in meta.runs():
+            if r["run_type"] == "scheduled" and meta.tasks().get(r["run_id"], {}).get("wait_for_landing") == "deferred":
+                return r
+        return None
+
+    scheduled = _wait("the scheduled run's wait_for_landing to defer", waiting, timeout=300)
+    print(f"{time.monotonic() - t0:5.0f} s  scheduled run {scheduled['run_id']} waits for its landing (deferred)")
+
+    triggered = f"manual__{DS}_while_yesterday_waits"
+    _airflow(deployment, "dags", "trigger", DAG_ID, "--logical-date", f"{DS}T00:00:00+00:00", "--run-id", triggered)
+    last = ""
+    deadline = time.monotonic() + BUDGET_SECONDS
+    while True:
+        run = _run(meta, triggered)
+        line = f"{run.get('state')}: {_where(meta.tasks().get(triggered, {}))}"
+        if line != last:
+            print(f"{time.monotonic() - t0:5.0f} s  {triggered} {line}", flush=True)
+            last = line
+        if run.get("state") in ("success", "failed"):
+            break
+        if time.monotonic() > deadline:
+            pytest.fail(
+                f"triggered run not finished after {BUDGET_SECONDS} s ({line}); scheduled run "
+                f"{_run(meta, scheduled['run_id'])}\n" + _tails((deployment["home"] / "services").glob("scheduler.log"))
+            )
+        time.sleep(3)
+    assert run["state"] == "success", (line, _tails((deployment["home"] / "logs").rglob("*.log"), lines=20))
+    # ...and the scheduled run was waiting all along: the triggered run did not get its slot by its ending
+    assert _run(meta, scheduled["run_id"])["state"] == "running"
+    assert meta.tasks()[scheduled["run_id"]]["wait_for_landing"] == "deferred"
+    assert (deployment["warehouse"] / "run_reports" / f"dt={DS}" / "summary.json").is_file()
+
+    # the re-drive DAG, never unpaused, runs a trigger (a date range with nothing FAILED: plan, then nothing to do)
+    redrive = "manual__redrive_as_installed"
+    conf = json.dumps({"date_from": DS, "date_to": DS})
+    _airflow(deployment, "dags", "trigger", REDRIVE, "--run-id", redrive, "--conf", conf)
+
+    def redrive_ended() -> str | None:
+        state = _run(meta, redrive).get("state")
+        return state if state in ("success", "failed") else None
+
+    ended = _wait(f"re-drive run {redrive}", redrive_ended, timeout=300)
+    tasks = {
+        r["task_id"]: r["state"]
+        for r in meta.rows(
+            "SELECT task_id, state FROM task_instance WHERE dag_id = :d AND run_id = :r", d=REDRIVE, r=redrive
+        )
+    }
+    print(f"{time.monotonic() - t0:5.0f} s  {redrive}: {ended} {tasks}")
+    assert ended == "success" and tasks.get("plan_redrive") == "success", tasks
