@@ -224,8 +224,9 @@ def _by_file() -> WindowSpec:
 
 
 def _needy_rows(pre: DataFrame) -> DataFrame:
-    """The screened lines that need their neighbours, plus each run's anchor (``_anchor``): the head line before
-    each run of lines without a timestamp, and for a run that opens the file the head line after it."""
+    """The screened lines that need their neighbours, plus each run's anchors (``_anchor``): the head line before
+    each run of lines without a timestamp and the line after it, when the file has one (for a run that opens the
+    file, the file's first head line)."""
     by_file = _by_file()
     # the anchors are the only noise lines a window value needs
     untimed = pre.filter(F.col("ts").isNull()).select(
@@ -233,17 +234,22 @@ def _needy_rows(pre: DataFrame) -> DataFrame:
         "line_no",
         F.lag("line_no").over(by_file).alias("prev_untimed"),
         F.lead("line_no").over(by_file).alias("next_untimed"),
-        F.row_number().over(by_file).alias("nth"),
     )
     starts = (F.col("line_no") > 1) & F.coalesce(F.col("prev_untimed") != F.col("line_no") - 1, F.lit(True))
-    # the last line of the run that starts at line 1 (its lines are numbered 1..n)
-    opening_end = (F.col("nth") == F.col("line_no")) & F.coalesce(
-        F.col("next_untimed") != F.col("line_no") + 1, F.lit(True)
-    )
-    anchor_keys = untimed.filter(starts | opening_end).select(
-        "source_file",
-        F.when(starts, F.col("line_no") - 1).otherwise(F.col("line_no") + 1).alias("line_no"),
-        F.lit(True).alias("_anchor"),
+    # The line after a run, unless it is also the line before the next run (that run's start names it): each
+    # anchor once, or the join below repeats a line (a file opening with the end of a trace, then one head line
+    # and its own trace, counted that head line twice). A run's last line + 1 past the end of the file joins no
+    # line. The window values do not change with the extra anchors: each run still has its head line before it.
+    ends = F.coalesce(~F.col("next_untimed").isin(F.col("line_no") + 1, F.col("line_no") + 2), F.lit(True))
+    anchor_keys = (
+        untimed.filter(starts | ends)
+        .select(
+            "source_file",
+            F.explode(
+                F.array_compact(F.array(F.when(starts, F.col("line_no") - 1), F.when(ends, F.col("line_no") + 1)))
+            ).alias("line_no"),
+        )
+        .withColumn("_anchor", F.lit(True))
     )
     # One scan of the screen keeps the needy lines and the anchors. The broadcast is explicit: a checkpointed
     # screen has no size estimate, and a sort-merge join would shuffle it whole.
