@@ -236,3 +236,18 @@ def test_format_names_are_the_fixed_design_list() -> None:
         "trace",
         "message-dump",
     )
+
+
+def test_causes_framework_packages() -> None:
+    default = parse_config({}).causes.framework_packages
+    assert default == [
+        "java.", "javax.", "jdk.", "sun.", "org.apache.rocketmq.", "org.springframework.", "io.grpc.", "io.netty.",
+        "ch.qos.logback.", "org.slf4j.", "org.apache.logging.",
+    ]  # fmt: skip
+    # a package is matched with its sub-packages only: the dot is added when missing
+    cfg = parse_config({"causes": {"framework_packages": ["com.acme.lib", "org.jboss."]}})
+    assert cfg.causes.framework_packages == ["com.acme.lib.", "org.jboss."]
+    with pytest.raises(ConfigError, match=r"causes\.framework_packages: not a Java package name: 'com acme'"):
+        parse_config({"causes": {"framework_packages": ["com acme"]}})
+    with pytest.raises(ConfigError, match=r"causes\.framework_package: unknown key"):
+        parse_config({"causes": {"framework_package": []}})

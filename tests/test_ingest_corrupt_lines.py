@@ -80,3 +80,28 @@ def test_damaged_lines_are_quarantined_with_exact_reasons(
 ) -> None:
     got = [classified[(name, i)] for i in range(1, len(lines) + 1)]
     assert got == [(cat, reason) for _, cat, reason in lines]
+
+
+@pytest.mark.spark
+def test_a_head_line_between_two_runs_is_counted_once(spark: Any) -> None:
+    # A rolled file opening with the end of a trace, then a failure line and its own trace: the failure line is
+    # both the line after the opening run and the line before the next one, and was read (and counted) twice.
+    from rocketmq_retry.jobs.ingest import parse
+
+    lines = [
+        "\tat java.base/java.lang.Thread.run(Thread.java:840)",
+        "2026-11-21T23:25:07.000Z  WARN 12345 --- [ConsumeMessageThread_1] o.a.r.s.s.DefaultRocketMQListenerContainer "
+        ": consume message failed. messageId:7F0000013EA75FFD2B276C05973E0000, topic:ORDER_CREATED, reconsumeTimes:2",
+        "",
+        "java.lang.NullPointerException",
+        "\tat com.example.A.b(A.java:1)",
+        "",
+    ]
+    df = spark.createDataFrame(
+        [("spring-listener", "rolled.log", i, line, "UTC", None) for i, line in enumerate(lines, 1)],
+        "source string, source_file string, line_no long, line string, tz string, group_hint string",
+    )
+    classified = parse.classify(df, DS, day_zone="UTC")
+    got = sorted((r["line_no"], r["category"]) for r in classified.select("line_no", "category").collect())
+    assert got == [(1, "quarantined"), (2, "event"), *((n, "continuation") for n in range(3, 7))]
+    assert parse.events_of(classified).count() == 1

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import pathlib
+import re
 from typing import Annotated, Any, Literal, get_args
 
 import yaml
@@ -327,6 +328,43 @@ class IngestConfig(_Strict):
     )
 
 
+# The packages whose stack frames are not the application's own (docs/ingest.md "Causes"): the JDK, RocketMQ and
+# rocketmq-spring, Spring, gRPC, Netty and the logging libraries. A failure's app_frame is the first frame outside them.
+FRAMEWORK_PACKAGES: tuple[str, ...] = (
+    "java.",
+    "javax.",
+    "jdk.",
+    "sun.",
+    "org.apache.rocketmq.",
+    "org.springframework.",
+    "io.grpc.",
+    "io.netty.",
+    "ch.qos.logback.",
+    "org.slf4j.",
+    "org.apache.logging.",
+)
+# a Java package name, optionally with its trailing dot
+_PACKAGE_RX = re.compile(r"^[A-Za-z_$][\w$]*(\.[A-Za-z_$][\w$]*)*\.?$")
+
+
+class CausesConfig(_Strict):
+    framework_packages: list[str] = Field(
+        default_factory=lambda: list(FRAMEWORK_PACKAGES),
+        description="Java packages whose frames are framework code, not the application's: a failure's app_frame "
+        "is the first frame of its stack trace outside them. Each names a package and its sub-packages "
+        "('com.acme.lib' = 'com.acme.lib.'); the list replaces the default, it does not add to it.",
+    )
+
+    @field_validator("framework_packages")
+    @classmethod
+    def _packages(cls, value: list[str]) -> list[str]:
+        bad = [p for p in value if not _PACKAGE_RX.match(p)]
+        if bad:
+            raise ValueError(f"not a Java package name: {', '.join(repr(p) for p in bad)}")
+        # matched as a prefix of the frame's class name: the dot keeps com.acme.lib from matching com.acme.library
+        return [p if p.endswith(".") else p + "." for p in value]
+
+
 class SparkConfig(_Strict):
     master: str = Field("local[*]", description="Used when a job runs outside spark-submit.")
     driver_memory: str = "1g"
@@ -342,6 +380,7 @@ class Config(_Strict):
     attribution: AttributionConfig = AttributionConfig()
     reconstruct: ReconstructConfig = ReconstructConfig()
     ingest: IngestConfig = IngestConfig()
+    causes: CausesConfig = CausesConfig()
     compensation: CompensationConfig = CompensationConfig()
     spark: SparkConfig = SparkConfig()
     airflow: AirflowSettings = AirflowSettings()

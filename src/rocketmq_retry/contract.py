@@ -84,6 +84,14 @@ _EVENTS = (
     ("detail", "string"),
     ("attribution", "string"),  # "config" when the group came from the source's consumer_group, else null
     ("instance", "string"),
+    # why a consume failed, read from the stack trace printed after its line (docs/ingest.md "Causes"); null on
+    # every other event and on a failure that printed no exception
+    ("exception_class", "string"),
+    ("exception_message", "string"),  # as logged (wrapped lines joined by \n), capped
+    ("root_cause_class", "string"),  # the last top-level "Caused by:", else the exception itself
+    ("root_cause_message", "string"),
+    ("app_frame", "string"),  # the first frame outside causes.framework_packages: pkg.Class.method(File.java:N)
+    ("fingerprint", "string"),  # 32 hex: root cause class, its normalised message and the app frame
 )
 _TRANSITIONS = (
     ("consumer_group", "string"),

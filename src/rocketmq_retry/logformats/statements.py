@@ -49,6 +49,9 @@ class Statement:
     status: str | None = None  # constant status_code
     contains: bool = False  # match prefix anywhere (used for stats lines whose message starts with a tag)
     written: bool = True  # False: the simulator never renders it (parser-only; template may still be known)
+    # the source hands the consume failure's Throwable to the logger, so its stack trace follows the line: the
+    # event's cause columns are read from it (docs/ingest.md "Causes")
+    stack_trace: bool = False
 
 
 CLIENTS = (CLIENT_4X, CLIENT_5X)
@@ -100,6 +103,9 @@ L_C1 = Statement(
     msgs_list=True,
     status="EXCEPTION",
     detail_rx=r"^consumeMessage exception: (.*?) Group: ",
+    # ConsumeMessageConcurrentlyService / ConsumeMessageOrderlyService ConsumeRequest#run:
+    # log.warn(String.format("consumeMessage exception: %s Group: %s Msgs: %s MQ: %s", …), e)
+    stack_trace=True,
 )
 # L-C2: null status (returned null, or after L-C1 because the status stays null -- §12).
 L_C2 = Statement(
@@ -287,6 +293,9 @@ S_CONSUME_FAILED = Statement(
     msg_id_rx=r"messageId:([^,]*),",
     reconsume_rx=r"reconsumeTimes:(\d+)$",
     status="EXCEPTION",
+    # DefaultRocketMQListenerContainer: log.warn("consume message failed. messageId:{}, topic:{}, reconsumeTimes:{}",
+    # …, e) in both listener classes (concurrently and orderly)
+    stack_trace=True,
 )
 # Written only: no retry transition. The ingest job reads the line as binding B-S1 (jobs/ingest/patterns.BINDINGS).
 S_RUNNING_CONTAINER = Statement("S-2", "INFO", "running container: {}", "all", "spring")
@@ -307,6 +316,9 @@ G_LISTENER_EXCEPTION = Statement(
     # MessageQueueImpl.toString(): brokerName + "." + topic + "." + queueId (rocketmq-clients java)
     topic_rx=r", mq=[^,]*?\.([^.,]+)\.\d+, messageId=",
     status="EXCEPTION",
+    # rocketmq-clients java ConsumeTask#call: catch (Throwable t) { log.error("Message listener raised …", …, t) },
+    # the one task of the standard and the FIFO push consumer
+    stack_trace=True,
 )
 # Written only: the FIFO consumer runs out of attempts, then forwards to the DLQ; the event is read from G-C3.
 G_FIFO_EXHAUSTED = Statement(

@@ -136,9 +136,7 @@ def run_ingest(
     # dt=D is the calendar day D in the config's zone (as the simulator's --date); event_time stays UTC
     zone = config.timezone
     with _codegen_limit(spark, INGEST_HUGE_METHOD_LIMIT):
-        return _run(
-            spark, files, notes, checked, refused, config.ingest.max_line_bytes, ds, zone, warehouse, log, started
-        )
+        return _run(spark, files, notes, checked, refused, config, ds, zone, warehouse, log, started)
 
 
 @contextlib.contextmanager
@@ -161,7 +159,7 @@ def _run(
     notes: list[str],
     checked: Checked,
     refused: list[Refused],
-    max_line_bytes: int,
+    config: Config,
     ds: str,
     zone: str,
     warehouse: str,
@@ -170,6 +168,7 @@ def _run(
 ) -> IngestResult:
     from pyspark import StorageLevel
 
+    max_line_bytes = config.ingest.max_line_bytes
     by_family: dict[str, list[SourceFile]] = {}
     for f in checked.readable:
         by_family.setdefault(parse.family(f.source), []).append(f)
@@ -192,7 +191,9 @@ def _run(
         return df
 
     try:
-        classified = parse.classify_families(lines, ds, zone, tuple(sorted({f.timezone for f in files})), keep)
+        zones = tuple(sorted({f.timezone for f in files}))
+        frameworks = tuple(config.causes.framework_packages)
+        classified = parse.classify_families(lines, ds, zone, zones, keep, frameworks)
         instances = instance_table(spark, files, checked.fingerprints)
         long_q, long_lines = _long_line_rows(spark, checked, max_line_bytes, ds)
         quarantine = parse.quarantine_of(classified).unionByName(long_q).unionByName(_damaged_rows(spark, checked))

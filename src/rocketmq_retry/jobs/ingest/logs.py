@@ -15,6 +15,8 @@ from pyspark.sql import Column, Window, WindowSpec
 from pyspark.sql import functions as F
 
 from rocketmq_retry import contract
+from rocketmq_retry.config import FRAMEWORK_PACKAGES
+from rocketmq_retry.jobs.ingest import causes
 from rocketmq_retry.jobs.ingest import patterns as P
 from rocketmq_retry.jobs.ingest.event import (
     Keep,
@@ -133,14 +135,21 @@ def _log_events() -> Column:
             thread=F.col("thread"),
             detail=F.col("_e_detail"),
             attribution=F.col("_e_attribution"),
+            **{name: F.col(f"_c_{name}") for name in causes.CAUSE_FIELDS},
         )
 
     return F.transform(F.col("_e_renderings"), lambda r, i: build(r, i))
 
 
-def classify_log_lines(lines: DataFrame, ds: str, day_zone: str = "UTC", zones: tuple[str, ...] = ()) -> DataFrame:
+def classify_log_lines(
+    lines: DataFrame,
+    ds: str,
+    day_zone: str = "UTC",
+    zones: tuple[str, ...] = (),
+    frameworks: tuple[str, ...] = FRAMEWORK_PACKAGES,
+) -> DataFrame:
     """Classify lines of the log formats (clients, Spring, broker, stats). See module doc and ``log_parts``."""
-    quiet, rest = log_parts(lines, ds, day_zone, zones)
+    quiet, rest = log_parts(lines, ds, day_zone, zones, frameworks=frameworks)
     return quiet.unionByName(rest)
 
 
@@ -151,14 +160,20 @@ NEEDS_NEIGHBOURS = "ts IS NULL OR cat0 = 'candidate'"
 
 
 def log_parts(
-    lines: DataFrame, ds: str, day_zone: str = "UTC", zones: tuple[str, ...] = (), keep: Keep | None = None
+    lines: DataFrame,
+    ds: str,
+    day_zone: str = "UTC",
+    zones: tuple[str, ...] = (),
+    keep: Keep | None = None,
+    frameworks: tuple[str, ...] = FRAMEWORK_PACKAGES,
 ) -> tuple[DataFrame, DataFrame]:
     """(quiet, rest): LINE_COLUMNS rows of the noise head lines and of all other lines; together, every line once.
 
     The per-line screen (``ingest.screen``) runs once; the per-file window then sees only the few lines that need
     their neighbours, plus the head lines next to each run of lines without a timestamp, instead of a shuffle and
     sort of every line of the day. ``keep`` materialises the screen, which three steps read (see
-    ``classify_families``).
+    ``classify_families``). ``frameworks``: the packages whose stack frames are not the application's
+    (``causes.framework_packages``, each ending in ".").
     """
     pre = (keep or same)(screen_log_lines(lines, ds, zones), "screening log lines")
     d = F.lit(ds).cast("date")
@@ -196,7 +211,7 @@ def log_parts(
         # bindings are read on every date: a start-up line names its instance's groups whatever day it is on
         "bind",
     )
-    return quiet, _date_log_lines(pre, ds, day_zone)
+    return quiet, _date_log_lines(pre, ds, day_zone, frameworks)
 
 
 def utc_day_range(ds: str, day_zone: str) -> tuple[int, int] | None:
@@ -213,10 +228,19 @@ def utc_day_range(ds: str, day_zone: str) -> tuple[int, int] | None:
     return timefmt.day_bounds_ms(day, day_zone) if len(offsets) == 1 else None
 
 
-def _date_log_lines(pre: DataFrame, ds: str, day_zone: str) -> DataFrame:
-    """The lines that need their neighbours: continuation lines take their head's date, orphans, L-P1 pairing."""
-    w = _with_log_event_fields(settle_candidates(_neighbour_values(_needy_rows(pre))))
+def _date_log_lines(pre: DataFrame, ds: str, day_zone: str, frameworks: tuple[str, ...]) -> DataFrame:
+    """The lines that need their neighbours: continuation lines take their head's date, orphans, L-P1 pairing,
+    and a failure's cause from the stack trace after it (``ingest.causes``)."""
+    settled = settle_candidates(_neighbour_values(_needy_rows(pre)))
+    trace_line = (F.col("cat0") == "continuation") & ~_unwrapped()
+    w = _with_log_event_fields(causes.with_causes(settled, frameworks, trace_line))
     return _dated_log_lines(w, ds, day_zone)
+
+
+def _unwrapped() -> Column:
+    """A wrapped-text line whose nearest line above that is not wrapped text is no head, exception or Caused by
+    line: it continues nothing (quarantined)."""
+    return (F.col("cont") == "text") & ~F.coalesce(F.col("wraps").isin("head", "exception", "cause"), F.lit(False))
 
 
 def _by_file() -> WindowSpec:
@@ -224,8 +248,10 @@ def _by_file() -> WindowSpec:
 
 
 def _needy_rows(pre: DataFrame) -> DataFrame:
-    """The screened lines that need their neighbours, plus each run's anchor (``_anchor``): the head line before
-    each run of lines without a timestamp, and for a run that opens the file the head line after it."""
+    """The screened lines that need their neighbours, plus each run's anchors (``_anchor``): the head line before
+    each run of lines without a timestamp and the line after it, when the file has one (it tells a cause that the
+    trace was not cut by the end of the file, ``ingest.causes``; for a run that opens the file it is the file's
+    first head line)."""
     by_file = _by_file()
     # the anchors are the only noise lines a window value needs
     untimed = pre.filter(F.col("ts").isNull()).select(
@@ -233,17 +259,22 @@ def _needy_rows(pre: DataFrame) -> DataFrame:
         "line_no",
         F.lag("line_no").over(by_file).alias("prev_untimed"),
         F.lead("line_no").over(by_file).alias("next_untimed"),
-        F.row_number().over(by_file).alias("nth"),
     )
     starts = (F.col("line_no") > 1) & F.coalesce(F.col("prev_untimed") != F.col("line_no") - 1, F.lit(True))
-    # the last line of the run that starts at line 1 (its lines are numbered 1..n)
-    opening_end = (F.col("nth") == F.col("line_no")) & F.coalesce(
-        F.col("next_untimed") != F.col("line_no") + 1, F.lit(True)
-    )
-    anchor_keys = untimed.filter(starts | opening_end).select(
-        "source_file",
-        F.when(starts, F.col("line_no") - 1).otherwise(F.col("line_no") + 1).alias("line_no"),
-        F.lit(True).alias("_anchor"),
+    # The line after a run, unless it is also the line before the next run (that run's start names it): each
+    # anchor once, or the join below repeats a line (a file opening with the end of a trace, then one head line
+    # and its own trace, counted that head line twice). A run's last line + 1 past the end of the file joins no
+    # line. The window values do not change with the extra anchors: each run still has its head line before it.
+    ends = F.coalesce(~F.col("next_untimed").isin(F.col("line_no") + 1, F.col("line_no") + 2), F.lit(True))
+    anchor_keys = (
+        untimed.filter(starts | ends)
+        .select(
+            "source_file",
+            F.explode(
+                F.array_compact(F.array(F.when(starts, F.col("line_no") - 1), F.when(ends, F.col("line_no") + 1)))
+            ).alias("line_no"),
+        )
+        .withColumn("_anchor", F.lit(True))
     )
     # One scan of the screen keeps the needy lines and the anchors. The broadcast is explicit: a checkpointed
     # screen has no size estimate, and a sort-merge join would shuffle it whole.
@@ -268,6 +299,7 @@ def _neighbour_values(rows: DataFrame) -> DataFrame:
     return (
         rows.select(
             "*",
+            *causes.neighbour_fields(upto, by_file),
             F.last(head_ts, ignorenulls=True).over(upto).alias("prev_head_ts"),
             F.first(head_ts, ignorenulls=True).over(whole).alias("first_head_ts"),
             F.max(F.col("is_head").cast("int")).over(upto).alias("head_seen"),
@@ -296,11 +328,7 @@ def _dated_log_lines(w: DataFrame, ds: str, day_zone: str) -> DataFrame:
     line_ts = F.coalesce(F.col("ts"), F.col("prev_head_ts"), F.col("first_head_ts"))
     line_date = F.coalesce(F.to_date(F.from_utc_timestamp(line_ts, day_zone)), d)
     orphan = (F.col("cat0") == "continuation") & (F.coalesce(F.col("head_seen"), F.lit(0)) == 0)
-    unwrapped = (
-        (F.col("cat0") == "continuation")
-        & (F.col("cont") == "text")
-        & ~F.coalesce(F.col("wraps").isin("head", "exception", "cause"), F.lit(False))
-    )
+    unwrapped = (F.col("cat0") == "continuation") & _unwrapped()
     cat = F.when(orphan | unwrapped, F.lit("quarantined")).otherwise(F.col("cat0"))
     w = w.withColumn("line_date", line_date).withColumn(
         "category", F.when(F.col("line_date") != d, F.lit("other_date")).otherwise(cat)

@@ -23,6 +23,7 @@ from pyspark.sql import Column, Window
 from pyspark.sql import functions as F
 
 from rocketmq_retry import contract
+from rocketmq_retry.config import FRAMEWORK_PACKAGES
 from rocketmq_retry.jobs.ingest.event import BAD_STRUCT_DDL, BIND_DDL, EVENT_FIELDS, EVENT_STRUCT_DDL, Keep, same
 from rocketmq_retry.jobs.ingest.logs import classify_log_lines, log_parts, utc_day_range
 from rocketmq_retry.jobs.ingest.records import classify_dump_lines, classify_trace_lines
@@ -70,16 +71,18 @@ def classify(
     families: tuple[str, ...] = ("log", "trace", "message-dump"),
     day_zone: str = "UTC",
     zones: tuple[str, ...] = (),
+    frameworks: tuple[str, ...] = FRAMEWORK_PACKAGES,
 ) -> DataFrame:
     """All formats: one row per input line (LINE_COLUMNS). ``ds`` is a calendar day in ``day_zone``.
 
-    ``zones``: the values of ``lines.tz`` when known (faster log timestamps, see ``ingest.screen``).
+    ``zones``: the values of ``lines.tz`` when known (faster log timestamps, see ``ingest.screen``);
+    ``frameworks``: the packages whose stack frames are not the application's (``causes.framework_packages``).
     """
     by_family = {
         fam: lines.filter(F.col("source").isin(*LOG_FORMATS) if fam == "log" else F.col("source") == fam)
         for fam in families
     }
-    return classify_families(by_family, ds, day_zone, zones)
+    return classify_families(by_family, ds, day_zone, zones, frameworks=frameworks)
 
 
 def classify_families(
@@ -88,6 +91,7 @@ def classify_families(
     day_zone: str = "UTC",
     zones: tuple[str, ...] = (),
     keep: Keep | None = None,
+    frameworks: tuple[str, ...] = FRAMEWORK_PACKAGES,
 ) -> DataFrame:
     """``classify`` over each family's own lines (a union over one read would scan every file per family).
 
@@ -99,7 +103,7 @@ def classify_families(
     quiet, rest = [], []
     for fam, lines in lines_by_family.items():
         if fam == "log":
-            q, r = log_parts(lines, ds, day_zone, zones, keep)
+            q, r = log_parts(lines, ds, day_zone, zones, keep, frameworks)
             quiet.append(q)
             rest.append(r)
         else:
