@@ -17,7 +17,6 @@ import os
 import pathlib
 import secrets
 import shutil
-import subprocess
 import sys
 import time
 from collections.abc import Iterator
@@ -83,18 +82,8 @@ def deployment(metadata_db: str, tmp_path_factory: pytest.TempPathFactory) -> di
     return {**roots, "env": env, "db": metadata_db}
 
 
-@pytest.fixture(scope="module")
-def services(deployment: dict[str, Any]) -> Iterator[dict[str, Any]]:
-    script = ROOT / "scripts" / "airflow-services.sh"
-    run = {"env": deployment["env"], "cwd": deployment["work"], "capture_output": True, "text": True}
-    try:
-        started = subprocess.run(["bash", str(script), "start"], timeout=400, **run)
-        logs = deployment["home"] / "services"
-        assert started.returncode == 0, f"{started.stdout}\n{started.stderr}\n{_tails(logs.glob('*.log'))}"
-        yield deployment
-    finally:
-        stopped = subprocess.run(["bash", str(script), "stop"], timeout=120, **run)
-        print(f"airflow-services.sh stop: {stopped.stdout.strip()} {stopped.stderr.strip()}")
+# The components started and stopped as test_backfill_scheduler does, over this module's own deployment.
+services = backfill.services
 
 
 @pytest.fixture(scope="module")

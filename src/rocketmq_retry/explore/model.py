@@ -53,6 +53,17 @@ class _Result:
         return out
 
 
+class _Paged:
+    """A page of a longer list: ``total`` rows in pages of ``page_size``."""
+
+    total: int
+    page_size: int
+
+    @property
+    def pages(self) -> int:
+        return max(1, -(-self.total // self.page_size))
+
+
 # --- run overview ---------------------------------------------------------------------------------------------
 
 
@@ -219,7 +230,7 @@ DEAD_LETTER_SORTS = (
 
 
 @dataclasses.dataclass(frozen=True)
-class DeadLetterPage(_Result):
+class DeadLetterPage(_Paged, _Result):
     date_from: str
     date_to: str
     filters: DeadLetterFilter
@@ -229,10 +240,6 @@ class DeadLetterPage(_Result):
     rows: list[DeadLetterRow]
     sort: str | None = None  # one of DEAD_LETTER_SORTS; None: newest date first, then group and msg_id
     descending: bool = False
-
-    @property
-    def pages(self) -> int:
-        return max(1, -(-self.total // self.page_size))
 
 
 # --- lifecycles ---------------------------------------------------------------------------------------------
@@ -255,7 +262,7 @@ class LifecycleRow(_Result):
 
 
 @dataclasses.dataclass(frozen=True)
-class LifecyclePage(_Result):
+class LifecyclePage(_Paged, _Result):
     """One date's lifecycles, filtered the way the overview's cards and tables count them."""
 
     date: str
@@ -266,10 +273,6 @@ class LifecyclePage(_Result):
     page_size: int
     total: int
     rows: list[LifecycleRow]
-
-    @property
-    def pages(self) -> int:
-        return max(1, -(-self.total // self.page_size))
 
 
 # --- messages -------------------------------------------------------------------------------------------------
