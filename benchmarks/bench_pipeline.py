@@ -479,7 +479,7 @@ def child_connect(job: str, url: str, argv: list[str]) -> int:
     from rocketmq_retry.airflow.operators import spark_connect_client
 
     with spark_connect_client(url):
-        return int(importlib.import_module(f"rocketmq_retry.jobs.{job}").cli(argv))
+        return int(importlib.import_module(f"rocketmq_retry.jobs.{job}.job").cli(argv))
 
 
 def child_validate(warehouse: str, config: str, out: str) -> int:

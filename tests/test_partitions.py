@@ -219,7 +219,7 @@ def test_a_uri_warehouse_needs_the_spark_driver() -> None:
     """A URI goes through Hadoop's FileSystem in the Spark JVM (tests/test_partitions_hadoop.py); a process without
     Spark gets a message naming the URI, not a half-written date. In a child: this process may run Spark."""
     code = (
-        "from rocketmq_retry.jobs import partitions as P\n"
+        "from rocketmq_retry.warehouse import partitions as P\n"
         "P.write_partitions('s3a://bucket/wh', '2026-11-20', {'events': lambda path: None})"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)

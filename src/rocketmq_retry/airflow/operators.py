@@ -206,7 +206,7 @@ class RocketMQSparkJobOperator(SparkSubmitOperator):
         from rocketmq_retry.errors import NOT_RETRYABLE_EXIT_CODE
 
         # the job's spark-submit entry (``cli``): a user error is the same exit code on both paths, one rule here
-        job_cli = importlib.import_module(f"rocketmq_retry.jobs.{self.job}").cli
+        job_cli = importlib.import_module(f"rocketmq_retry.jobs.{self.job}.job").cli
         args = self.job_args(paths)
         self.log.info("%s on the Spark Connect server %s: %s", self.job, url.split(";")[0], " ".join(args))
         with spark_connect_client(url):
