@@ -3,12 +3,14 @@ whole DAG on a real server is tests/test_dag_e2e.py's second run; here, what dec
 
 from __future__ import annotations
 
+import collections
 import json
 import os
 import pathlib
 import socket
 import subprocess
 import sys
+import types
 
 import pytest
 
@@ -104,10 +106,12 @@ def test_on_the_server_a_user_error_fails_the_task_without_retries(
             return {"ds": "2026-11-20", "landing": "", "warehouse": str(tmp_path), "config": ""}
 
     op = operators.RocketMQSparkJobOperator(task_id="reconstruct", job="reconstruct", apps_dir=str(tmp_path))
+    # what a task's context holds for this operator: the task and its outlets' events (airflow/assets.py)
+    context = {"ti": TI(), "task": op, "outlet_events": collections.defaultdict(types.SimpleNamespace)}
     if outcome is None:
-        op.execute({"ti": TI()})
+        op.execute(context)
     else:
         with pytest.raises(Exception) as err:
-            op.execute({"ti": TI()})
+            op.execute(context)
         assert type(err.value).__name__ == outcome and f"reconstruct exited {code}" in str(err.value)
     assert ran == [["--date", "2026-11-20", "--warehouse", str(tmp_path)]]
