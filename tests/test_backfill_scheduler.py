@@ -104,27 +104,22 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-@pytest.fixture(scope="module")
-def deployment(metadata_db: str, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    """Roots, config, GE project and the environment every Airflow component and CLI call of the test shares."""
-    base = tmp_path_factory.mktemp("backfill")
-    roots = {name: base / name for name in ("landing", "warehouse", "config", "home", "work")}
-    for path in roots.values():
-        path.mkdir()
-    dates, config = _estate(roots["landing"], roots["config"])
-    gx_root = base / "expectations"
-    shutil.copytree(ROOT / "expectations", gx_root, ignore=shutil.ignore_patterns("uncommitted"))
+def deployment_env(
+    roots: dict[str, pathlib.Path], config: pathlib.Path, gx_root: pathlib.Path, metadata_db: str, parallelism: int
+) -> dict[str, str]:
+    """The environment every Airflow component and CLI call of a real-scheduler test shares: this checkout's DAGs
+    and plugin over ``roots``, ``config``, the GE project at ``gx_root`` and the PostgreSQL ``metadata_db``."""
     async_url = metadata_db.replace("postgresql+psycopg://", "postgresql+psycopg_async://", 1)
     # The test process's own Spark and Airflow settings stay here: the components get a deployment's environment.
     inherited = {k: v for k, v in os.environ.items() if not k.startswith(("AIRFLOW", "PYSPARK_SUBMIT_ARGS"))}
-    env = {
+    return {
         **inherited,
         "AIRFLOW_HOME": str(roots["home"]),
         "AIRFLOW__CORE__DAGS_FOLDER": str(ROOT / "dags"),
         "AIRFLOW__CORE__PLUGINS_FOLDER": str(ROOT / "plugins"),
         "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
         "AIRFLOW__CORE__EXECUTOR": "LocalExecutor",
-        "AIRFLOW__CORE__PARALLELISM": str(PARALLELISM),
+        "AIRFLOW__CORE__PARALLELISM": str(parallelism),
         "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": metadata_db,
         "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN_ASYNC": async_url,
         "AIRFLOW__API__HOST": "127.0.0.1",
@@ -142,6 +137,19 @@ def deployment(metadata_db: str, tmp_path_factory: pytest.TempPathFactory) -> di
         "PYSPARK_DRIVER_PYTHON": sys.executable,
         "SPARK_LOCAL_IP": "127.0.0.1",
     }
+
+
+@pytest.fixture(scope="module")
+def deployment(metadata_db: str, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """Roots, config, GE project and the environment every Airflow component and CLI call of the test shares."""
+    base = tmp_path_factory.mktemp("backfill")
+    roots = {name: base / name for name in ("landing", "warehouse", "config", "home", "work")}
+    for path in roots.values():
+        path.mkdir()
+    dates, config = _estate(roots["landing"], roots["config"])
+    gx_root = base / "expectations"
+    shutil.copytree(ROOT / "expectations", gx_root, ignore=shutil.ignore_patterns("uncommitted"))
+    env = deployment_env(roots, config, gx_root, metadata_db, PARALLELISM)
     return {**roots, "dates": dates, "config": config, "env": env, "db": metadata_db}
 
 

@@ -17,6 +17,7 @@ from fastapi.testclient import TestClient
 import test_pages_support as lit
 from rocketmq_retry.airflow.pages import app as pages
 from rocketmq_retry.airflow.pages import guard
+from test_pages_support import html_client
 
 DAY = lit.DAY
 
@@ -28,9 +29,7 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> tuple[pathlib.Path, pathli
 
 @pytest.fixture(scope="module")
 def client(site: tuple[pathlib.Path, pathlib.Path]) -> TestClient:
-    warehouse, config = site
-    app = pages.create_pages_app(lambda: pages.Source(warehouse, config), authenticate=False)
-    return TestClient(app, headers={"accept": "text/html"})
+    return html_client(*site)
 
 
 def _rows(html: str) -> list[str]:

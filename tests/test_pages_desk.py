@@ -15,8 +15,8 @@ import pytest
 from fastapi.testclient import TestClient
 
 import pages_desk_support as desk
-from rocketmq_retry.airflow.pages import app as pages
 from rocketmq_retry.explore.values import duration_text
+from test_pages_support import html_client
 
 DAY = desk.DAY
 
@@ -28,9 +28,7 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> tuple[pathlib.Path, pathli
 
 @pytest.fixture(scope="module")
 def client(site: tuple[pathlib.Path, pathlib.Path]) -> TestClient:
-    warehouse, config = site
-    app = pages.create_pages_app(lambda: pages.Source(warehouse, config), authenticate=False)
-    return TestClient(app, headers={"accept": "text/html"})
+    return html_client(*site)
 
 
 def _rows(html: str) -> list[str]:

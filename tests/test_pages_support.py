@@ -219,3 +219,13 @@ def build(root: pathlib.Path) -> tuple[pathlib.Path, pathlib.Path]:
         [{"topic": "orders", "handler": "refunds"}, {"handler": "log-only"}],
         {"refunds": "test_pages_support:refuse", "log-only": "rocketmq_retry.compensation.handlers:log_only"},
     )
+
+
+def html_client(warehouse: pathlib.Path, config: pathlib.Path) -> Any:
+    """The pages over ``warehouse`` without Airflow's authentication, asking for HTML as a browser does."""
+    from fastapi.testclient import TestClient
+
+    from rocketmq_retry.airflow.pages import app as pages
+
+    return TestClient(pages.create_pages_app(lambda: pages.Source(warehouse, config), authenticate=False),
+                      headers={"accept": "text/html"})  # fmt: skip

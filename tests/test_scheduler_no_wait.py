@@ -13,11 +13,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import os
-import pathlib
-import secrets
 import shutil
-import sys
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -26,7 +22,7 @@ import pytest
 
 import test_backfill_scheduler as backfill
 from conftest import ROOT
-from test_backfill_scheduler import Metadata, _airflow, _free_port, _tails, _wait, _where
+from test_backfill_scheduler import Metadata, _airflow, _tails, _wait, _where
 
 metadata_db = backfill.metadata_db  # the same fresh PostgreSQL database fixture, dropped afterwards
 
@@ -53,32 +49,8 @@ def deployment(metadata_db: str, tmp_path_factory: pytest.TempPathFactory) -> di
     shutil.copy(ROOT / "examples" / "rocketmq-retry.yaml", config)
     gx_root = base / "expectations"
     shutil.copytree(ROOT / "expectations", gx_root, ignore=shutil.ignore_patterns("uncommitted"))
-    inherited = {k: v for k, v in os.environ.items() if not k.startswith(("AIRFLOW", "PYSPARK_SUBMIT_ARGS"))}
-    inherited.pop("ROCKETMQ_RETRY_MAX_ACTIVE_RUNS", None)  # the installed default is what is tested
-    env = {
-        **inherited,
-        "AIRFLOW_HOME": str(roots["home"]),
-        "AIRFLOW__CORE__DAGS_FOLDER": str(ROOT / "dags"),
-        "AIRFLOW__CORE__PLUGINS_FOLDER": str(ROOT / "plugins"),
-        "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
-        "AIRFLOW__CORE__EXECUTOR": "LocalExecutor",
-        "AIRFLOW__CORE__PARALLELISM": "2",
-        "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": metadata_db,
-        "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN_ASYNC": metadata_db.replace("+psycopg://", "+psycopg_async://", 1),
-        "AIRFLOW__API__HOST": "127.0.0.1",
-        "AIRFLOW__API__PORT": str(_free_port()),
-        "AIRFLOW__API__WORKERS": "1",
-        "AIRFLOW__API_AUTH__JWT_SECRET": secrets.token_urlsafe(32),
-        "AIRFLOW_CONN_SPARK_DEFAULT": '{"conn_type": "spark", "host": "local[2]"}',
-        "ROCKETMQ_RETRY_LANDING_ROOT": str(roots["landing"]),
-        "ROCKETMQ_RETRY_WAREHOUSE_ROOT": str(roots["warehouse"]),
-        "ROCKETMQ_RETRY_CONFIG": str(config),
-        "ROCKETMQ_RETRY_GX_ROOT": str(gx_root),
-        "PATH": f"{pathlib.Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
-        "PYSPARK_PYTHON": sys.executable,
-        "PYSPARK_DRIVER_PYTHON": sys.executable,
-        "SPARK_LOCAL_IP": "127.0.0.1",
-    }
+    env = backfill.deployment_env(roots, config, gx_root, metadata_db, parallelism=2)
+    env.pop("ROCKETMQ_RETRY_MAX_ACTIVE_RUNS", None)  # the installed default is what is tested
     return {**roots, "env": env, "db": metadata_db}
 
 

@@ -34,7 +34,7 @@ from rocketmq_retry.warehouse.partitions import JOB_TABLES
 
 ASSET_PREFIX = "rocketmq_retry."
 ASSET_GROUP = "rocketmq-retry"  # the Assets view groups them under this
-REPORT_TABLE = "run_reports"  # rocketmq_retry.airflow.tasks.REPORT_TABLE; repeated to keep this module light
+REPORT_TABLE = "run_reports"  # what the daily DAG's report task commits (airflow/tasks.py)
 # The daily DAG's task that commits each table: the two Spark jobs (each commits its tables of a date together)
 # and the report.
 TASK_TABLES: dict[str, tuple[str, ...]] = {**JOB_TABLES, "report": (REPORT_TABLE,)}

@@ -13,11 +13,10 @@ import pathlib
 from collections import Counter
 from typing import Any
 
+from rocketmq_retry.airflow.assets import REPORT_TABLE, emit_partitions
 from rocketmq_retry.urls import RESOLVE_TASK
 
 log = logging.getLogger(__name__)
-
-REPORT_TABLE = "run_reports"
 
 
 def partition_date(context: dict[str, Any], timezone: str) -> str:
@@ -163,8 +162,6 @@ def report(**context: Any) -> dict[str, Any]:
     tmp = out / ".summary.json.tmp"
     tmp.write_text(json.dumps(result, indent=2, sort_keys=True) + "\n", encoding="utf-8")
     tmp.replace(out / "summary.json")
-    from rocketmq_retry.airflow.assets import emit_partitions
-
     emit_partitions(context, paths)
     text = render_report(result)
     log.info("\n%s", text)

@@ -45,7 +45,7 @@ RETRY_STATUSES = frozenset({408, 429})
 
 
 class Connection(Protocol):
-    """What a handler reads of an Airflow connection (``airflow.sdk.Connection`` has these)."""
+    """What a handler reads of an Airflow connection (the fields of Airflow's ``Connection``)."""
 
     conn_type: str | None
     host: str | None
