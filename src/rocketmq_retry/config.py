@@ -364,6 +364,63 @@ class CausesConfig(_Strict):
         # matched as a prefix of the frame's class name: the dot keeps com.acme.lib from matching com.acme.library
         return [p if p.endswith(".") else p + "." for p in value]
 
+    # The thresholds of docs/causes.md's rules (incidents, poison messages, retry used as flow control).
+    incident_gap: str = Field(
+        "5m", description="Failures of one group with one cause closer than this are one window (docs/causes.md)."
+    )
+    outage_min_messages: int = Field(
+        5, gt=0, description="Distinct messages failing with one cause in a window that make it an incident."
+    )
+    outage_failure_share: float = Field(
+        0.8,
+        gt=0,
+        le=1,
+        description="The group's share of failed deliveries in a window that makes it an incident (while a "
+        "dependency is down everything fails; a poison message fails while the rest succeeds).",
+    )
+    poison_min_deliveries: int = Field(
+        3,
+        gt=0,
+        description="Failed deliveries, all of one cause and none in an incident, before a message is poison.",
+    )
+    flow_control_share: float = Field(
+        0.5,
+        gt=0,
+        le=1,
+        description="Share of a minute's first deliveries that fail once then succeed on the first retry that makes "
+        "it a flow-control minute.",
+    )
+    flow_control_min_minutes: int = Field(
+        10, gt=0, description="Minutes a flow-control period must last for its lifecycles to be flow-control."
+    )
+    throttle_pattern: str = Field(
+        r"(?i)throttl|rate.?limit|too.?many.?requests|flow.?control|backpressure|overload",
+        description="A Java regular expression: an exception or root cause (class or message) it finds is a "
+        "throttling cause, as RECONSUME_LATER is, for the flow-control rule.",
+    )
+
+    @field_validator("incident_gap")
+    @classmethod
+    def _gap(cls, v: str) -> str:
+        try:
+            parse_duration_ms(v, what="")
+        except UserError as exc:
+            raise ValueError(str(exc).strip()) from None
+        return v
+
+    @field_validator("throttle_pattern")
+    @classmethod
+    def _pattern(cls, v: str) -> str:
+        try:
+            re.compile(v)
+        except re.error as exc:
+            raise ValueError(f"not a regular expression: {exc}") from None
+        return v
+
+    @property
+    def incident_gap_ms(self) -> int:
+        return parse_duration_ms(self.incident_gap)
+
 
 class SparkConfig(_Strict):
     master: str = Field("local[*]", description="Used when a job runs outside spark-submit.")

@@ -25,15 +25,21 @@ if TYPE_CHECKING:
 __all__ = [
     "ANOMALY_CODES",
     "ATTRIBUTIONS",
+    "CAUSE_CODES",
+    "CAUSE_EVIDENCE",
     "CONSUMED",
     "DEAD_LETTERED",
     "DROPPED",
     "EVENT_TYPES",
     "EVIDENCE_CLASSES",
+    "FAILURE_KINDS",
     "FINAL_STATES",
     "HOP_STATES",
+    "INCIDENT_STATES",
     "IN_RETRY",
     "KEY",
+    "KIND_RULES",
+    "REDRIVE_ADVICE",
     "SCHEMAS",
     "UNATTRIBUTED_REASONS",
     "UNKNOWN",
@@ -128,6 +134,13 @@ _LIFECYCLES = (
     ("linked_by", "array<string>"),
     ("attribution", "array<string>"),  # ATTRIBUTIONS
     ("instances", "array<string>"),
+    # why it failed (docs/causes.md): its failures' causes (fingerprints or CAUSE_CODES) in order of first failure,
+    # the last failure's, and what kind of failure it was; null/empty for a lifecycle that never failed
+    ("causes", "array<string>"),
+    ("last_cause", "string"),
+    ("failure_kind", "string"),  # FAILURE_KINDS
+    ("incident_id", "string"),  # the outage its last failure belongs to (incidents.incident_id)
+    ("kind_rule", "string"),  # KIND_RULES: the rule that set failure_kind
 )
 _DEAD_LETTERS = (
     ("consumer_group", "string"),
@@ -145,6 +158,14 @@ _DEAD_LETTERS = (
     ("attribution", "array<string>"),  # ATTRIBUTIONS
     ("compensable", "boolean"),
     ("review_reason", "string"),
+    # the cause of the failure that dead-lettered it (docs/causes.md)
+    ("cause_fingerprint", "string"),  # a fingerprint (32 hex) or one of CAUSE_CODES
+    ("cause", "string"),  # "RootCauseClass: message" as logged, or the code
+    ("app_frame", "string"),
+    ("failure_kind", "string"),  # FAILURE_KINDS
+    ("incident_id", "string"),
+    ("kind_rule", "string"),  # KIND_RULES
+    ("redrive_advice", "string"),  # REDRIVE_ADVICE
 )
 _UNATTRIBUTED = (
     ("source", "string"),
@@ -171,6 +192,59 @@ _RECONCILIATION = (
     ("client_failures", "bigint"),
     ("failure_diff", "bigint"),
     ("cause", "string"),
+)
+# one row per failed delivery of D (docs/causes.md): what the evidence says made it fail
+_FAILURES = (
+    ("consumer_group", "string"),
+    ("msg_id", "string"),
+    ("reconsume_times", "int"),  # the failed delivery's
+    ("failed_at", "timestamp"),
+    ("cause", "string"),  # a fingerprint (32 hex, events.fingerprint) or one of CAUSE_CODES
+    ("cause_evidence", "string"),  # CAUSE_EVIDENCE: what established the cause (for UNKNOWN: why it is unknown)
+    ("source", "string"),  # the format of the line or record that gave the cause
+    ("event_id", "string"),  # that line's event (null when no line gave it)
+    ("failure_kind", "string"),  # FAILURE_KINDS
+    ("incident_id", "string"),
+    ("kind_rule", "string"),  # KIND_RULES
+)
+# per (consumer_group, fingerprint) of D's failures (docs/causes.md)
+_FAILURE_CAUSES = (
+    ("consumer_group", "string"),
+    ("fingerprint", "string"),  # a fingerprint or one of CAUSE_CODES
+    ("exception_class", "string"),
+    ("root_cause_class", "string"),
+    ("normalised_message", "string"),  # the root cause's message with its values masked
+    ("app_frame", "string"),
+    ("example_message", "string"),  # one failure's root cause message, as logged
+    ("example_event_id", "string"),  # that failure's line (events.event_id) and where it is
+    ("example_source_file", "string"),
+    ("example_line_no", "bigint"),
+    ("failures", "bigint"),
+    ("messages", "bigint"),  # distinct messages that failed with it
+    ("dead_letters", "bigint"),  # of those, dead-lettered with it as their last cause
+    ("recovered", "bigint"),  # of those, consumed later
+    ("first_failure", "timestamp"),
+    ("last_failure", "timestamp"),
+    ("failure_kind", "string"),  # FAILURE_KINDS: the kind most of its failures have
+    ("kind_rule", "string"),  # KIND_RULES
+    ("incidents", "array<string>"),  # incidents.incident_id
+)
+# outages (docs/causes.md "Incidents"): a window in which many distinct messages of a group failed with one cause
+# while the group otherwise failed too; one row per incident with failures on D
+_INCIDENTS = (
+    ("consumer_group", "string"),
+    ("incident_id", "string"),  # 32 hex: group, cause and start
+    ("fingerprint", "string"),
+    ("started_at", "timestamp"),  # its first failure
+    ("last_failure_at", "timestamp"),
+    ("ended_at", "timestamp"),  # the group's first consumption after its last failure; null while open
+    ("state", "string"),  # INCIDENT_STATES
+    ("failures", "bigint"),
+    ("messages", "bigint"),
+    ("dead_letters", "bigint"),
+    ("recovered", "bigint"),
+    ("failure_share", "double"),  # the group's failed deliveries / deliveries in the window
+    ("rule", "string"),  # KIND_RULES
 )
 _BINDINGS = (
     ("instance", "string"),
@@ -226,6 +300,9 @@ SCHEMAS: dict[str, tuple[tuple[str, str], ...]] = {
     "dead_letters": _DEAD_LETTERS,
     "reconciliation": _RECONCILIATION,
     "unattributed": _UNATTRIBUTED,
+    "failures": _FAILURES,
+    "failure_causes": _FAILURE_CAUSES,
+    "incidents": _INCIDENTS,
 }
 
 
@@ -257,6 +334,7 @@ def _spark_type(dtype: str) -> DataType:
         "bigint": T.LongType(),
         "int": T.IntegerType(),
         "boolean": T.BooleanType(),
+        "double": T.DoubleType(),
     }
     if dtype in atoms:
         return atoms[dtype]
@@ -418,6 +496,55 @@ RECONCILIATION_CAUSES = {
 }
 
 
+# failures.cause when no exception names it (docs/causes.md "Causes without an exception"), with the words the
+# pages and ``explain`` print
+CAUSE_CODES = {
+    "RETURNED_NULL": "the listener returned null (4.x: consumeMessage return null; trace RETURNNULL)",
+    "RECONSUME_LATER": "the listener returned RECONSUME_LATER / FAILURE without an exception",
+    "CONSUME_TIMEOUT": "the listener ran longer than consumeTimeout",
+    "INVISIBLE_TIME_EXPIRED": "a POP / SimpleConsumer delivery was not acked before its invisible time ran out",
+    "UNKNOWN": "the evidence does not say why (failures.cause_evidence says what is missing)",
+}
+# failures.cause_evidence
+CAUSE_EVIDENCE = {
+    "stack-trace": "the exception and stack trace the client logged after the failure's line",
+    "client-line": "the client's failure line (4.x consumeMessage return null, a timeout line)",
+    "trace-status": "the message trace's SubAfter contextCode",
+    "client-counter": "the client's failure counter for that minute with no failure line in the collected log",
+    "invisible-expiry": "a POP / SimpleConsumer redelivery with no failure line: the invisible time ran out",
+    "trace-cut": "the failure's line is there but its stack trace was cut (end of file, rotation)",
+    "exception-not-logged": "the trace says EXCEPTION but the client's log with the stack trace is not collected",
+    "no-client-evidence": "only the broker shows the failure (a retry copy, a send-back): no client line or trace",
+}
+# failures.failure_kind, lifecycles.failure_kind, dead_letters.failure_kind, failure_causes.failure_kind
+OUTAGE = "outage"
+POISON = "poison"
+FLOW_CONTROL = "flow-control"
+MIXED = "mixed"
+UNKNOWN_KIND = "unknown"
+FAILURE_KINDS = (OUTAGE, POISON, FLOW_CONTROL, MIXED, UNKNOWN_KIND)
+# *.kind_rule / incidents.rule: which rule of docs/causes.md set the kind, with the words the pages print
+KIND_RULES = {
+    "outage-window": "many distinct messages of the group failed with this cause in one window, while the group's "
+    "deliveries mostly failed",
+    "poison-every-delivery": "every delivery of the message failed with a cause the group's other messages did "
+    "not hit at that time",
+    "flow-control-first-retry": "most of the group's messages failed once without an exception (or with a "
+    "throttling cause) and were consumed on the first retry, for a sustained period",
+    "mixed-kinds": "its failures are of more than one kind",
+    "no-rule": "no rule fired",
+}
+# dead_letters.redrive_advice
+REDRIVE_ADVICE = {
+    "safe": "dead-lettered during an outage that has ended: re-driving it should succeed",
+    "outage-open": "dead-lettered during an outage that is still open: re-drive after it ends",
+    "will-fail-again": "a poison message: it will fail again unless the consumer or the data changes",
+    "review": "the cause does not say whether a re-drive would succeed",
+}
+# incidents.state
+INCIDENT_STATES = ("open", "ended")
+
+
 # Event types about one consumer group: a row of these without a group is "unattributed" (DESIGN §6).
 _E = EventType
 GROUP_EVENT_TYPES = (
@@ -452,6 +579,12 @@ def markdown() -> str:
         ("`lifecycles.attribution`, `dead_letters.attribution`", ATTRIBUTIONS),
         ("`unattributed.reason`", tuple(UNATTRIBUTED_REASONS)),
         ("`reconciliation.cause`", tuple(RECONCILIATION_CAUSES)),
+        ("`failures.cause` (besides a fingerprint)", tuple(CAUSE_CODES)),
+        ("`failures.cause_evidence`", tuple(CAUSE_EVIDENCE)),
+        ("`*.failure_kind`", FAILURE_KINDS),
+        ("`*.kind_rule`, `incidents.rule`", tuple(KIND_RULES)),
+        ("`dead_letters.redrive_advice`", tuple(REDRIVE_ADVICE)),
+        ("`incidents.state`", INCIDENT_STATES),
     )
     lines += ["", "| column | values |", "|---|---|"]
     lines += [f"| {column} | {code(f'`{v}`' for v in values)} |" for column, values in enumerations]
