@@ -43,6 +43,7 @@ __all__ = [
     "SCHEMAS",
     "UNATTRIBUTED_REASONS",
     "UNKNOWN",
+    "CauseCode",
     "DateError",
     "EventType",
     "HopState",
@@ -496,14 +497,23 @@ RECONCILIATION_CAUSES = {
 }
 
 
-# failures.cause when no exception names it (docs/causes.md "Causes without an exception"), with the words the
-# pages and ``explain`` print
+class CauseCode(enum.StrEnum):
+    """failures.cause when no exception names it (docs/causes.md "Causes"), spelled once as ``EventType`` is."""
+
+    RETURNED_NULL = "RETURNED_NULL"
+    RECONSUME_LATER = "RECONSUME_LATER"
+    CONSUME_TIMEOUT = "CONSUME_TIMEOUT"
+    INVISIBLE_TIME_EXPIRED = "INVISIBLE_TIME_EXPIRED"
+    UNKNOWN = "UNKNOWN"
+
+
+# the codes with the words the pages and ``explain`` print
 CAUSE_CODES = {
-    "RETURNED_NULL": "the listener returned null (4.x: consumeMessage return null; trace RETURNNULL)",
-    "RECONSUME_LATER": "the listener returned RECONSUME_LATER / FAILURE without an exception",
-    "CONSUME_TIMEOUT": "the listener ran longer than consumeTimeout",
-    "INVISIBLE_TIME_EXPIRED": "a POP / SimpleConsumer delivery was not acked before its invisible time ran out",
-    "UNKNOWN": "the evidence does not say why (failures.cause_evidence says what is missing)",
+    CauseCode.RETURNED_NULL: "the listener returned null (4.x: consumeMessage return null; trace RETURNNULL)",
+    CauseCode.RECONSUME_LATER: "the listener returned RECONSUME_LATER / FAILURE without an exception",
+    CauseCode.CONSUME_TIMEOUT: "the listener ran longer than consumeTimeout",
+    CauseCode.INVISIBLE_TIME_EXPIRED: "a POP / SimpleConsumer delivery was not acked before its invisible time ran out",
+    CauseCode.UNKNOWN: "the evidence does not say why (failures.cause_evidence says what is missing)",
 }
 # failures.cause_evidence
 CAUSE_EVIDENCE = {
@@ -524,25 +534,39 @@ MIXED = "mixed"
 UNKNOWN_KIND = "unknown"
 FAILURE_KINDS = (OUTAGE, POISON, FLOW_CONTROL, MIXED, UNKNOWN_KIND)
 # *.kind_rule / incidents.rule: which rule of docs/causes.md set the kind, with the words the pages print
+# the rule that sets each kind
+RULE_OF_KIND = {
+    OUTAGE: "outage-window",
+    POISON: "poison-every-delivery",
+    FLOW_CONTROL: "flow-control-first-retry",
+    MIXED: "mixed-kinds",
+    UNKNOWN_KIND: "no-rule",
+}
 KIND_RULES = {
-    "outage-window": "many distinct messages of the group failed with this cause in one window, while the group's "
-    "deliveries mostly failed",
-    "poison-every-delivery": "every delivery of the message failed with a cause the group's other messages did "
-    "not hit at that time",
-    "flow-control-first-retry": "most of the group's messages failed once without an exception (or with a "
-    "throttling cause) and were consumed on the first retry, for a sustained period",
-    "mixed-kinds": "its failures are of more than one kind",
-    "no-rule": "no rule fired",
+    RULE_OF_KIND[OUTAGE]: "many distinct messages of the group failed with this cause in one window, while the "
+    "group's deliveries mostly failed",
+    RULE_OF_KIND[POISON]: "every delivery of the message failed with a cause the group's other messages did not hit "
+    "at that time",
+    RULE_OF_KIND[FLOW_CONTROL]: "most of the group's messages failed once without an exception (or with a throttling "
+    "cause) and were consumed on the first retry, for a sustained period",
+    RULE_OF_KIND[MIXED]: "its failures are of more than one kind",
+    RULE_OF_KIND[UNKNOWN_KIND]: "no rule fired",
 }
 # dead_letters.redrive_advice
+SAFE = "safe"
+OUTAGE_OPEN = "outage-open"
+WILL_FAIL_AGAIN = "will-fail-again"
+REVIEW = "review"
 REDRIVE_ADVICE = {
-    "safe": "dead-lettered during an outage that has ended: re-driving it should succeed",
-    "outage-open": "dead-lettered during an outage that is still open: re-drive after it ends",
-    "will-fail-again": "a poison message: it will fail again unless the consumer or the data changes",
-    "review": "the cause does not say whether a re-drive would succeed",
+    SAFE: "dead-lettered during an outage that has ended: re-driving it should succeed",
+    OUTAGE_OPEN: "dead-lettered during an outage that is still open: re-drive after it ends",
+    WILL_FAIL_AGAIN: "a poison message: it will fail again unless the consumer or the data changes",
+    REVIEW: "the cause does not say whether a re-drive would succeed",
 }
 # incidents.state
-INCIDENT_STATES = ("open", "ended")
+OPEN = "open"
+ENDED = "ended"
+INCIDENT_STATES = (OPEN, ENDED)
 
 
 # Event types about one consumer group: a row of these without a group is "unattributed" (DESIGN §6).

@@ -44,7 +44,16 @@ if TYPE_CHECKING:
 # Which job owns which table: a table is written by one job only, so the (job, date) lock covers its staging dirs.
 JOB_TABLES: dict[str, tuple[str, ...]] = {
     "ingest": ("events", "quarantine", "ingest_report", "bindings"),
-    "reconstruct": ("transitions", "lifecycles", "dead_letters", "reconciliation", "unattributed"),
+    "reconstruct": (
+        "transitions",
+        "lifecycles",
+        "dead_letters",
+        "reconciliation",
+        "unattributed",
+        "failures",
+        "failure_causes",
+        "incidents",
+    ),
 }
 COMMITS_DIR = "_commits"
 COMMIT_FILE = "_COMMIT"

@@ -42,7 +42,7 @@ from rocketmq_retry.jobs.reconstruct.events import CONSUMER_KINDS
 from rocketmq_retry.jobs.reconstruct.lifecycles import Thresholds
 from rocketmq_retry.jobs.reconstruct.pipeline import Outputs, day_bounds, reconstruct
 from rocketmq_retry.jobs.reconstruct.reconciliation import CAUSES
-from rocketmq_retry.warehouse.partitions import committed, write_partitions
+from rocketmq_retry.warehouse.partitions import JOB_TABLES, committed, write_partitions
 
 __all__ = [
     "TABLES",
@@ -56,7 +56,7 @@ __all__ = [
     "write_tables",
 ]
 
-TABLES = ("transitions", "lifecycles", "dead_letters", "reconciliation", "unattributed")
+TABLES = JOB_TABLES["reconstruct"]
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -94,6 +94,9 @@ SORT_KEYS = {
     "dead_letters": ["consumer_group", "msg_id"],
     "reconciliation": ["consumer_group", "minute"],
     "unattributed": ["source_file", "event_type", "topic", "reason"],
+    "failures": ["consumer_group", "msg_id", "reconsume_times"],
+    "failure_causes": ["consumer_group", "fingerprint"],
+    "incidents": ["consumer_group", "started_at", "incident_id"],
 }
 
 

@@ -6,6 +6,8 @@ dead_letters, reconciliation and unattributed (DESIGN §4), wiring the steps of 
 3. ``reconstruct.tables.engine_tables``: the engine's answers, asked once per (group, reconsume_times, variant)
    on the driver and broadcast; ``reconstruct.attempts.attempt_plan`` joins them to every attempt.
 4. ``reconstruct.transitions``, ``reconstruct.lifecycles``, ``reconstruct.dead_letters``, ``reconciliation``.
+5. ``reconstruct.causes``: the cause of every failed attempt; ``reconstruct.incidents``: outages, poison messages
+   and flow control (docs/causes.md); ``reconstruct.failure_tables``: failures, failure_causes, incidents.
 """
 
 from __future__ import annotations
@@ -17,12 +19,16 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from rocketmq_retry.config import Config
+from rocketmq_retry.engine.model import ConsumeMode
 from rocketmq_retry.jobs import lifecycle_schedule as sched
+from rocketmq_retry.jobs.reconstruct import failure_tables as FT
 from rocketmq_retry.jobs.reconstruct.attempts import attempt_plan
 from rocketmq_retry.jobs.reconstruct.attribution import GrpcGroups, unattributed_of
+from rocketmq_retry.jobs.reconstruct.causes import cause_facts, counter_minutes, failures_of
 from rocketmq_retry.jobs.reconstruct.dead_letters import dead_letters_from
 from rocketmq_retry.jobs.reconstruct.events import observations
 from rocketmq_retry.jobs.reconstruct.facts import KEY, attempt_facts, lifecycle_rows, message_facts
+from rocketmq_retry.jobs.reconstruct.incidents import Kinds, kinds_of, lifecycle_kinds
 from rocketmq_retry.jobs.reconstruct.lifecycles import Thresholds, lifecycles_from, lifecycles_table
 from rocketmq_retry.jobs.reconstruct.reconciliation import reconciliation
 from rocketmq_retry.jobs.reconstruct.tables import engine_tables, subscriptions
@@ -37,6 +43,9 @@ class Outputs:
     dead_letters: DataFrame
     reconciliation: DataFrame
     unattributed: DataFrame
+    failures: DataFrame
+    failure_causes: DataFrame
+    incidents: DataFrame
     observations: DataFrame  # the linked, classified events (cached), for the run's evidence report
     report: dict[str, object] = field(default_factory=dict)
     cached: list[DataFrame] = field(default_factory=list)  # intermediate results this run cached
@@ -96,10 +105,18 @@ def reconstruct(
     af = attempt_facts(obs)
     mf = message_facts(obs)
     lc = lifecycle_rows(obs, mf, groups, subscriptions(spark, config, bindings)).cache()
-    plan = attempt_plan(lc, af, schedule, horizon_ms)
-    plan = plan.cache()
+    # checkpointed, not cached: the causes and kinds below join it several times, and analysing those joins over
+    # the whole linking and engine plan each time costs minutes of planning
+    plan = _checkpoint(attempt_plan(lc, af, schedule, horizon_ms))
     trans_full = transitions_from(plan, lc).cache()
-    life = lifecycles_from(lc, plan, trans_full, th, horizon_ms, carry_after_ms).cache()
+    # checkpointed: every table below starts from its rows rather than from the whole plan behind them
+    states = _checkpoint(lifecycles_from(lc, plan, trans_full, th, horizon_ms, carry_after_ms))
+    simple = tuple(g for g in config.groups if config.group_policy(g).consume_mode is ConsumeMode.SIMPLE)
+    failed = failures_of(plan, cause_facts(obs), counter_minutes(obs), simple)
+    found = kinds_of(failed, plan, states.select(*KEY, "final_state"), config.causes, horizon_ms)
+    failures = _checkpoint(found.failures)
+    kinds = Kinds(failures, lifecycle_kinds(failures), _checkpoint(found.incidents))
+    life = FT.with_lifecycle_causes(states, FT.lifecycle_causes(kinds, kinds.incidents)).cache()
     written = life.where(F.col("written"))
     keys = written.select(*KEY)
     transitions = trans_full.join(keys, KEY, "left_semi").select(*TRANSITION_COLUMNS)
@@ -110,6 +127,17 @@ def reconstruct(
     recon = reconciliation(spark, obs, transitions, plan_written, groups, group_topics, bounds, horizon_ms)
     report = {"groups": [s.group for s in summaries], "horizon_ms": horizon_ms, "carry_after_ms": carry_after_ms}
     unattributed = unattributed_of(obs.where(F.col("in_day")), config)
+    day_failures = FT.on_day(kinds.failures, keys, bounds)
     return Outputs(
-        transitions, lifecycles, dead_letters, recon, unattributed, obs, report, [obs, lc, plan, trans_full, life]
+        transitions,
+        lifecycles,
+        dead_letters,
+        recon,
+        unattributed,
+        FT.failures_table(day_failures),
+        FT.failure_causes_table(day_failures, written, obs),
+        FT.incidents_table(kinds, day_failures, written),
+        obs,
+        report,
+        [obs, lc, plan, trans_full, states, kinds.failures, kinds.incidents, life],
     )

@@ -50,6 +50,12 @@ def stat_count() -> Column:
     return F.coalesce(F.nullif(from_detail, F.lit("")).cast("long"), F.col("status_code").cast("long"))
 
 
+def counted_minute() -> Column:
+    """The minute a stats line counts: printed at the minute's end by the printing host's clock, which may run a
+    little behind."""
+    return F.date_trunc("minute", F.col("event_time") + F.expr("INTERVAL 30 SECONDS")) - F.expr("INTERVAL 1 MINUTE")
+
+
 def _reconstructed(transitions: DataFrame, plan: DataFrame, groups: DataFrame) -> DataFrame:
     at = F.coalesce(F.col("observed_at"), F.col("expected_at"))
     by_hop = Window.partitionBy("consumer_group", "msg_id").orderBy("hop")
@@ -100,10 +106,7 @@ def _counters(obs: DataFrame) -> DataFrame:
         "consumer_group",
         "event_type",
         "in_day",
-        # printed at the minute's end by the printing host's clock, which may run a little behind
-        (
-            F.date_trunc("minute", F.col("event_time") + F.expr("INTERVAL 30 SECONDS")) - F.expr("INTERVAL 1 MINUTE")
-        ).alias("minute"),
+        counted_minute().alias("minute"),
         stat_count().alias("n"),
     )
 
