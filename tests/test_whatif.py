@@ -25,9 +25,17 @@ from rocketmq_retry.config import parse_config
 from rocketmq_retry.engine import ConsumeOutcome, GroupPolicy, Protocol
 from rocketmq_retry.engine.model import ConsumeMode
 from rocketmq_retry.warehouse.partitions import write_partitions
-from rocketmq_retry.whatif import PolicyChange, PolicyRefused, WhatIf, proposed_policy, render, replay
+from rocketmq_retry.whatif import (
+    PolicyChange,
+    PolicyRefused,
+    WhatIf,
+    changed_settings,
+    proposed_policy,
+    render,
+    replay,
+)
 from rocketmq_retry.whatif.model import Incident, Observation, ObservedFailure, ObservedMessage
-from rocketmq_retry.whatif.replay import OUTCOME_OF_CAUSE
+from rocketmq_retry.whatif.replay import OUTCOME_OF_CAUSE, plan_of, run_message
 
 D1, D2 = "2026-11-20", "2026-11-21"
 FP = "0123456789abcdef0123456789abcdef"  # an exception's fingerprint
@@ -365,10 +373,25 @@ def test_a_grpc_max_that_the_consumer_does_not_read_is_noted() -> None:
     proposed = proposed_policy(config, "S", PolicyChange(max_reconsume_times=3))
     assert isinstance(proposed, GroupPolicy) and proposed.protocol == Protocol.GRPC
     assert proposed.consume_mode == ConsumeMode.CONCURRENTLY
-    from rocketmq_retry.whatif import changed_settings
-
     settings = changed_settings(config.group_policy("S"), proposed, "five")
     assert [s.name for s in settings] == ["max_reconsume_times", "effective_max_reconsume_times"]
     assert settings[1].current == settings[1].proposed == 16 and "retryMaxTimes" in settings[1].note
     with pytest.raises(PolicyRefused, match="retry_policy"):
         proposed_policy(config, "S", PolicyChange(retry_policy={"type": "exponential", "initial": -1}))
+
+
+def test_a_consume_timeout_is_sent_back_at_level_3_every_time() -> None:
+    """ProcessQueue#cleanExpiredMsg sends a timed-out message back at level 3 (10 s) whatever its reconsume times
+    (§1.6), so a poison message that times out reaches the DLQ after 16 × 10 s, where one that throws takes the
+    whole 4 h 45 min 40 s schedule: the failure's cause reaches the engine."""
+    policy = parse_config({"timezone": "UTC"}).group_policy("G")
+    ends = {}
+    for name, cause in (("timeout", list(contract.CAUSE_CODES)[2]), ("exception", FP)):
+        message = ObservedMessage(name, "T", at(f"{D1}T10:00:00"), None, 17, contract.DEAD_LETTERED, contract.POISON,
+                                  None, None, (ObservedFailure(0, at(f"{D1}T10:00:00"), cause),))  # fmt: skip
+        w = replay(_observation([message], {}, f"{D1}T23:00:00"), policy, policy)
+        assert (w.proposed.dead_letters, w.proposed.deliveries, w.proposed.schedule_topic_writes) == (1, 17, 16)
+        plan = plan_of(message, {}, None)
+        assert not isinstance(plan, str)
+        ends[name] = run_message(policy, start=plan.start, fails=plan.fails, outcome=plan.outcome, topic="T").ended_at
+    assert ends == {"timeout": at(f"{D1}T10:02:40"), "exception": at(f"{D1}T14:45:40")}
