@@ -24,12 +24,14 @@ from rocketmq_retry.cli import main as rocketmq_retry
 from rocketmq_retry.config import parse_config
 from rocketmq_retry.engine import ConsumeOutcome, GroupPolicy, Protocol
 from rocketmq_retry.engine.model import ConsumeMode
+from rocketmq_retry.errors import UserError
 from rocketmq_retry.warehouse.partitions import write_partitions
 from rocketmq_retry.whatif import (
     PolicyChange,
     PolicyRefused,
     WhatIf,
     changed_settings,
+    parse_retry_policy,
     proposed_policy,
     render,
     replay,
@@ -255,7 +257,9 @@ def test_a_longer_second_retry_alone_outlasts_the_outage_with_no_extra_write(
     assert (w["proposed"]["longest_to_consumption_ms"], w["proposed"]["longest_msg_id"]) == (7_201_000, "B")
     setting = w["settings"][0]
     assert (setting["name"], setting["proposed"]) == ("message_delay_level", "1s 1s 1s 2h")
-    assert "every group on it" in setting["note"]
+    assert setting["note"] == (
+        "a setting of broker 'default': every group on it would get this table; a level above 4 is stored at 4 (§3.2)"
+    )
 
 
 def test_the_text_says_what_changed_and_what_it_assumed(
@@ -395,3 +399,35 @@ def test_a_consume_timeout_is_sent_back_at_level_3_every_time() -> None:
         assert not isinstance(plan, str)
         ends[name] = run_message(policy, start=plan.start, fails=plan.fails, outcome=plan.outcome, topic="T").ended_at
     assert ends == {"timeout": at(f"{D1}T10:02:40"), "exception": at(f"{D1}T14:45:40")}
+
+
+def test_a_grpc_push_group_outlasts_the_outage_with_an_exponential_policy() -> None:
+    """gRPC PushConsumer, retryMaxTimes 2 (maxAttempts 3): the built-in customized backoff retries after 1 s and
+    5 s, and the third delivery's nack is dead-lettered 10 s later; exponential from 2 min retries at +2 min and
+    +4 min, after the outage (10:00 .. 10:05)."""
+    config = parse_config({"brokers": {"five": {"version": "5.3.0"}},
+                           "groups": {"P": {"protocol": "grpc", "broker": "five", "retry_max_times": 2}}})  # fmt: skip
+    proposed = proposed_policy(config, "P", PolicyChange(retry_policy=parse_retry_policy("exponential initial=2m")))
+    failures = tuple(ObservedFailure(r, at(f"{D1}T10:00:0{s}"), FP) for r, s in ((0, 0), (1, 1), (2, 6)))
+    message = ObservedMessage("M", "T", at(f"{D1}T10:00:00"), at(f"{D1}T10:00:06"), 3, contract.DEAD_LETTERED,
+                              contract.OUTAGE, "I", at(f"{D1}T10:00:16"), failures)  # fmt: skip
+    incident = Incident("I", at(f"{D1}T10:00:00"), at(f"{D1}T10:05:00"))
+    w = replay(_observation([message], {"I": incident}, f"{D1}T12:00:00"), config.group_policy("P"), proposed)
+    assert (w.current.dead_letters, w.current.deliveries, w.current.retry_topic_writes, w.current.dlq_writes) == (
+        1, 3, 2, 1,
+    )  # fmt: skip
+    assert w.current_mismatches == 0
+    [rescued] = w.rescued
+    assert (rescued.proposed_at, rescued.proposed_deliveries, rescued.to_end_ms) == (at(f"{D1}T10:06:00"), 3, 360_000)
+    assert [s.name for s in changed_settings(config.group_policy("P"), proposed, "five")] == ["retry_policy"]
+
+
+def test_a_retry_policy_that_is_not_one_is_a_usage_error(
+    capsys: pytest.CaptureFixture[str], built: dict[str, pathlib.Path]
+) -> None:
+    code, out, err = whatif(capsys, built, "--group", "G", "--from", D1, "--to", D2, "--retry-policy", "linear 5s")
+    assert (code, out) == (2, "")
+    assert "--retry-policy 'linear 5s': use 'customized [1s 5s 10s …]' or 'exponential" in err
+    with pytest.raises(UserError, match="multiplier 'x' is not a number"):
+        parse_retry_policy("exponential multiplier=x")
+    assert parse_retry_policy("customized 250ms 1m") == {"type": "customized", "next": [250, 60_000]}

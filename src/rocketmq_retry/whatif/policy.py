@@ -112,8 +112,12 @@ def changed_settings(current: GroupPolicy, proposed: GroupPolicy, broker: str) -
         if old[key] == new[key] or key == "effective_max_reconsume_times":
             continue
         note = ""
+        top = proposed.delay_levels.max_level
         if key == "message_delay_level":
             note = f"a setting of broker {broker!r}: every group on it would get this table"
+            note += f"; a level above {top} is stored at {top} (§3.2)"
+        elif key == "delay_level_when_next_consume" and proposed.delay_level_when_next_consume > top:
+            note = f"above the table's {top} levels: not refused, the store clamps it to {top} (§3.2)"
         out.append(Setting(key, old[key], new[key], note))
     eff_old, eff_new = effective_max_reconsume_times(current), effective_max_reconsume_times(proposed)
     if out and eff_old == eff_new and any(s.name in ("max_reconsume_times", "retry_max_times") for s in out):
