@@ -31,6 +31,7 @@ FLOORS: tuple[tuple[str, ...], ...] = (
     ("jobs", "simulate"),
     ("compensation", "validation"),
     ("explore",),
+    ("whatif",),
     ("cli", "spark_apps", "airflow"),
 )
 

@@ -33,6 +33,7 @@ COMMANDS: dict[str, str] = {
     "compensate": "claim and execute the date's dead letters",
     "compensation": "list|show|retry|review|migrate the compensation ledger",
     "explain": "what happened to one message: hops, evidence lines, dead letter, compensation",
+    "whatif": "replay a group's failures of a date range under another retry policy",
 }
 # `run` chains these, stopping at the first failure.
 RUN_STEPS = ("ingest", "reconstruct", "validate")
@@ -86,6 +87,10 @@ def _main_of(command: str) -> Callable[[list[str]], int]:
         from rocketmq_retry.explore.explain import main as explain
 
         return explain
+    if command == "whatif":
+        from rocketmq_retry.whatif.cli import main as whatif
+
+        return whatif
     raise KeyError(command)
 
 
