@@ -143,7 +143,8 @@ def test_a_date_written_before_the_causes(ex: Any) -> None:
     assert (page.causes, page.incidents, page.failures, page.written) == ([], [], 0, False)
     assert ex.run_overview(old).top_causes == [] and ex.story("OLD1")[0].failures == []
     text = "".join(ex.dead_letters_csv(old, old))
-    assert list(csv.DictReader(io.StringIO(text)))[0]["cause"] == ""
+    (row,) = list(csv.DictReader(io.StringIO(text)))
+    assert row["cause"] == ""
 
 
 def test_explain_prints_the_causes(ex: Any, capsys: pytest.CaptureFixture[str]) -> None:

@@ -1,9 +1,9 @@
 """``rocketmq-retry explain MSG_ID``: a message's story in the terminal, one per consumer group (docs/explore.md).
 
 Each hop with its observed and expected time and the drift, the log lines behind it (file:line), the final state,
-the engine's expected path for the group, the dead letter and its compensation in the ledger, and why it failed:
-each failed delivery's cause (docs/causes.md), its kind and the rule that set it, and the re-drive advice. ``--format json``
-prints the same stories as a JSON list (``Story.to_dict()``).
+the engine's expected path for the group, the dead letter and its compensation in the ledger, and why it
+failed: each failed delivery's cause (docs/causes.md), its kind and the rule that set it, and the re-drive
+advice. ``--format json`` prints the same stories as a JSON list (``Story.to_dict()``).
 """
 
 from __future__ import annotations

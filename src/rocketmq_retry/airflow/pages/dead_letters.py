@@ -49,7 +49,7 @@ def dead_letters_router(pages: Pages) -> APIRouter:
             form["page_size"] = str(page_size)
         may_redrive = pages.authenticate and guard.can_trigger_redrive(user)
         now = dt.datetime.now(dt.UTC)
-        rows = [{**plain(r), "in_dlq": in_dlq(r, now)} for r in result.rows]
+        rows = [{**plain(r), "in_dlq": in_dlq(r, now), "cause_short": short_cause(r.cause)} for r in result.rows]
         selectable = sum(1 for r in rows if r["compensation_state"] in REDRIVABLE) if may_redrive else 0
         # the ended outages' dead letters that are safe to re-drive, offered as one form each
         safe = (
@@ -182,6 +182,14 @@ def in_dlq(row: Any, now: dt.datetime) -> dict[str, str]:
         "title": f"in the DLQ since {plain_time(row.dlq_at)}, not compensated",
         "done": "",
     }
+
+
+def short_cause(cause: str | None) -> str | None:
+    """``java.net.ConnectException: refused`` as ``ConnectException: refused``: a narrow cell shows the class's
+    name, its title and the row's detail the cause whole."""
+    from rocketmq_retry.explore.causes import simple_class
+
+    return simple_class(cause)
 
 
 def _states() -> tuple[str, ...]:
