@@ -30,6 +30,7 @@ GET_PAGES = [
     "/messages?q=ORD-1",
     f"/messages/{lit.PLAIN}0",
     "/groups",
+    "/causes",
     "/static/ops.css",
     "/dag-runs/x",
 ]
@@ -278,3 +279,56 @@ def test_a_form_of_the_stated_maximum_is_accepted(api: TestClient) -> None:
         f"{OPS}/redrive", headers=headers, data={"csrf_token": token, "selected": [*rows, json.dumps([DAY, "g", "x"])]}
     )
     assert over.status_code == 400 and "1001 rows selected; at most 1000 per form" in over.text
+
+
+@pytest.fixture()
+def causes_warehouse(tmp_path: Any) -> Iterator[None]:
+    """The pages read the causes day (pages_causes_support.py) for one test: the deployment's warehouse and config
+    are read from the environment at each request."""
+    import pages_causes_support as causes
+
+    warehouse, config = causes.build(tmp_path)
+    env = {"ROCKETMQ_RETRY_WAREHOUSE_ROOT": str(warehouse), "ROCKETMQ_RETRY_CONFIG": str(config)}
+    saved = {k: os.environ[k] for k in env}
+    os.environ.update(env)
+    try:
+        yield
+    finally:
+        os.environ.update(saved)
+
+
+def test_safe_set_in_one_step_and_poison_rows_confirmed_first(api: TestClient, causes_warehouse: None) -> None:
+    """The ended outage's safe dead letters are one form; a selection with a poison row is shown back with a
+    warning and nothing is queued until the operator confirms (or drops the poison rows)."""
+    import pages_causes_support as causes
+
+    bob = {**_auth("bob", "user"), "origin": "http://testserver"}
+    html = api.get(f"{OPS}/dead-letters", headers=bob).text
+    token = re.search(r'name="csrf_token" value="([^"]+)"', html)
+    assert token is not None
+    safe = html[html.index('<form method="post" action="/rocketmq-retry/ops/redrive" class="safe-set"') :]
+    safe = safe[: safe.index("</form>")]
+    assert "Re-drive these 3</button>" in safe and "3 dead letters marked safe" in safe
+    picks = [json.loads(v.replace("&#34;", '"')) for v in re.findall(r'name="selected" value="([^"]+)"', safe)]
+    assert picks == [[causes.DAY, causes.ORDERS, m] for m in ("O1", "O2", "O3")]
+    # the poison row is marked in the list
+    assert '<tr data-msg-id="P1" id="row-4" class="poison">' in html
+    before = {run[0] for run in _redrive_runs()}
+    chosen = [json.dumps([causes.DAY, causes.ORDERS, m]) for m in ("O1", "P1")]
+    form = {"csrf_token": token.group(1), "selected": chosen}
+    asked = api.post(f"{OPS}/redrive", headers=bob, data=form)
+    assert asked.status_code == 200 and '<p class="warn" id="poison-warning">Nothing was queued yet.' in asked.text
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in asked.text and "<script>alert" not in asked.text
+    assert 'name="poison" value="confirm"' in asked.text and "Re-drive the other 1 only" in asked.text
+    assert {run[0] for run in _redrive_runs()} == before
+    # the safe set in one step: queued at once (no poison in it)
+    done = api.post(f"{OPS}/redrive", headers=bob, data={"csrf_token": token.group(1), "selected": [
+        json.dumps(p) for p in picks]})  # fmt: skip
+    assert done.status_code == 200 and "poison-warning" not in done.text
+    runs = [run for run in _redrive_runs() if run[0] not in before]
+    assert [r[2]["msg_ids"] for r in runs] == [["O1", "O2", "O3"]]
+    # confirmed: the poison row is queued too
+    confirmed = api.post(f"{OPS}/redrive", headers=bob, data={**form, "poison": "confirm"})
+    assert confirmed.status_code == 200 and "poison-warning" not in confirmed.text
+    runs = [run for run in _redrive_runs() if run[0] not in before]
+    assert sorted(r[2]["msg_ids"] for r in runs) == [["O1", "O2", "O3"], ["O1", "P1"]]

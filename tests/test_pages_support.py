@@ -29,6 +29,7 @@ def _arrow_type(dtype: str) -> Any:
         "bigint": pa.int64(),
         "int": pa.int32(),
         "boolean": pa.bool_(),
+        "double": pa.float64(),
     }
     if dtype in atoms:
         return atoms[dtype]
@@ -189,9 +190,11 @@ def build_site(
     tables: dict[str, list[dict[str, Any]]],
     routes: list[dict[str, str]],
     handlers: dict[str, str],
+    settings: dict[str, Any] | None = None,
 ) -> tuple[pathlib.Path, pathlib.Path]:
     """(warehouse, config): ``tables`` written for DAY, then compensated once under a config of ``routes`` and
-    python ``handlers`` (name -> callable), one attempt each, as the scheduled run of the next day would."""
+    python ``handlers`` (name -> callable), one attempt each, as the scheduled run of the next day would;
+    ``settings``: other top-level config keys (``timezone``)."""
     from rocketmq_retry.compensation.batches import compensate_batch, plan_batches
 
     warehouse = root / "warehouse"
@@ -203,7 +206,7 @@ def build_site(
         "routes": routes,
         "handlers": {name: {"type": "python", "callable": target} for name, target in handlers.items()},
     }
-    config.write_text(yaml.safe_dump({"compensation": compensation}), encoding="utf-8")
+    config.write_text(yaml.safe_dump({**(settings or {}), "compensation": compensation}), encoding="utf-8")
     for batch in plan_batches(DAY, warehouse, config):
         compensate_batch(batch, "scheduled__2026-11-21", str(config))
     return warehouse, config

@@ -14,6 +14,9 @@ Public API (results are frozen dataclasses of ``explore.model``, each with ``to_
     ex.find(query, date_from=None, date_to=None)     # -> list[FoundMessage] (msg_id, offset msg id, business key)
     ex.story(msg_id, group=None, date_from=None, date_to=None)      # -> list[Story], one per consumer group
     ex.groups(date_to, days=14)                      # -> list[GroupView]
+    ex.causes(date, group=None)                      # -> CausePage (docs/causes.md)
+    ex.safe_sets(date_from, date_to, group, redrivable, limit)   # -> list[SafeSet], ended outages
+    ex.advice_of([(date, group, msg_id), ...])       # -> {key: {redrive_advice, cause, failure_kind}}
     ex.close()                                       # (an Explorer is also a context manager)
 
 ``None`` for a date bound means "no bound". Bad parameters raise ``ExploreError`` and an empty answer where one
@@ -31,6 +34,8 @@ from rocketmq_retry.explore.model import (
     NOT_REGISTERED,
     AnomalyExample,
     AnomalySummary,
+    CausePage,
+    CauseSummary,
     CompensationRecord,
     DailyRate,
     DeadLetterFilter,
@@ -40,16 +45,19 @@ from rocketmq_retry.explore.model import (
     ExpectedPath,
     ExpectedStep,
     ExploreError,
+    FailedAttempt,
     FileNotRead,
     FoundMessage,
     GroupStates,
     GroupView,
     Hop,
+    Incident,
     IngestAccounting,
     LevelCount,
     NotFound,
     ReconciliationGap,
     RunOverview,
+    SafeSet,
     Story,
     UnattributedLines,
     ValidationStatus,
@@ -65,6 +73,8 @@ __all__ = [
     "NOT_REGISTERED",
     "AnomalyExample",
     "AnomalySummary",
+    "CausePage",
+    "CauseSummary",
     "CompensationRecord",
     "DailyRate",
     "DeadLetterFilter",
@@ -75,16 +85,19 @@ __all__ = [
     "ExpectedStep",
     "ExploreError",
     "Explorer",
+    "FailedAttempt",
     "FileNotRead",
     "FoundMessage",
     "GroupStates",
     "GroupView",
     "Hop",
+    "Incident",
     "IngestAccounting",
     "LevelCount",
     "NotFound",
     "ReconciliationGap",
     "RunOverview",
+    "SafeSet",
     "Story",
     "UnattributedLines",
     "ValidationStatus",

@@ -33,8 +33,19 @@ NO_FIRST, NO_LAST = "0000-00-00", "9999-99-99"
 DEAD_LETTER_CSV_COLUMNS = (
     "date", "msg_id", "consumer_group", "topic", "tag", "keys", "business_key", "reconsume_times", "dlq_at",
     "dlq_inferred", "attribution", "compensable", "review_reason", "compensation_state", "attempts", "handler",
-    "last_attempt_at", "last_error",
+    "last_attempt_at", "last_error", "cause_fingerprint", "cause", "app_frame", "failure_kind", "incident_id",
+    "redrive_advice",
 )  # fmt: skip
+# What a dead letter's cause adds to its row (docs/causes.md), as dead_letters/ holds it.
+CAUSE_COLUMNS = (
+    "cause_fingerprint",
+    "cause",
+    "app_frame",
+    "failure_kind",
+    "incident_id",
+    "kind_rule",
+    "redrive_advice",
+)
 CSV_BATCH_ROWS = 5000
 # The columns a page may be sorted by, as SQL over ``letters_sql``'s output; NULLs last either way, so a row
 # without a value never hides the ones that have one.
@@ -72,6 +83,12 @@ def check_filters(filters: DeadLetterFilter | None) -> DeadLetterFilter:
     attribution = clean(f.attribution, "attribution")
     if attribution is not None and attribution not in contract.ATTRIBUTIONS:
         raise ExploreError(f"attribution {attribution!r} is not one of {', '.join(contract.ATTRIBUTIONS)}")
+    kind = clean(f.failure_kind, "failure kind")
+    if kind is not None and kind not in contract.FAILURE_KINDS:
+        raise ExploreError(f"failure kind {kind!r} is not one of {', '.join(contract.FAILURE_KINDS)}")
+    advice = clean(f.redrive_advice, "re-drive advice")
+    if advice is not None and advice not in contract.REDRIVE_ADVICE:
+        raise ExploreError(f"re-drive advice {advice!r} is not one of {', '.join(contract.REDRIVE_ADVICE)}")
     return DeadLetterFilter(
         group=clean(f.group, "group"),
         topic=clean(f.topic, "topic"),
@@ -80,6 +97,10 @@ def check_filters(filters: DeadLetterFilter | None) -> DeadLetterFilter:
         compensation_state=state,
         attribution=attribution,
         msg_id=clean(f.msg_id, "msg_id"),
+        cause=clean(f.cause, "cause"),
+        failure_kind=kind,
+        incident_id=clean(f.incident_id, "incident"),
+        redrive_advice=advice,
     )
 
 
@@ -114,6 +135,16 @@ def _where(filters: DeadLetterFilter, state: str) -> tuple[list[str], list[Any]]
     if filters.attribution:
         where.append("list_contains(d.attribution, ?)")
         args.append(filters.attribution)
+    # the cause columns as bound values: a fingerprint, a code, a kind, an incident id or an advice
+    for column, value in (
+        ("cause_fingerprint", filters.cause),
+        ("failure_kind", filters.failure_kind),
+        ("incident_id", filters.incident_id),
+        ("redrive_advice", filters.redrive_advice),
+    ):
+        if value:
+            where.append(f"d.{column} = ?")
+            args.append(value)
     if filters.compensation_state:
         where.append(f"({state}) = ?")
         args.append(filters.compensation_state)
@@ -141,7 +172,8 @@ def letters_sql(
         f"SELECT d.dt AS date, d.msg_id, d.consumer_group, d.original_topic AS topic, d.tags AS tag, d.keys, "
         f"d.business_key, d.reconsume_times, d.dlq_at, d.dlq_inferred, d.attribution, "
         f"coalesce(d.compensable, false) AS compensable, d.review_reason, {state} AS compensation_state, "
-        f"{ledger_cols} FROM ({dead}) d {join} WHERE {' AND '.join(where)}"
+        f"{', '.join('d.' + c for c in CAUSE_COLUMNS)}, {ledger_cols} "
+        f"FROM ({dead}) d {join} WHERE {' AND '.join(where)}"
     )
     return sql, params + args
 
@@ -167,6 +199,7 @@ def letter_row(r: dict[str, Any]) -> DeadLetterRow:
         last_attempt_at=utc(r["last_attempt_at"]),
         last_error=r["last_error"],
         completed_at=utc(r["completed_at"]),
+        **{c: r[c] for c in CAUSE_COLUMNS},
     )
 
 

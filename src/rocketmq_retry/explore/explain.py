@@ -1,8 +1,9 @@
 """``rocketmq-retry explain MSG_ID``: a message's story in the terminal, one per consumer group (docs/explore.md).
 
 Each hop with its observed and expected time and the drift, the log lines behind it (file:line), the final state,
-the engine's expected path for the group, the dead letter and its compensation in the ledger. ``--format json``
-prints the same stories as a JSON list (``Story.to_dict()``).
+the engine's expected path for the group, the dead letter and its compensation in the ledger, and why it
+failed: each failed delivery's cause (docs/causes.md), its kind and the rule that set it, and the re-drive
+advice. ``--format json`` prints the same stories as a JSON list (``Story.to_dict()``).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import json
 import sys
 from collections.abc import Sequence
 
+from rocketmq_retry import contract
 from rocketmq_retry.config import load_config
 from rocketmq_retry.dates import date_arg, format_duration
 from rocketmq_retry.engine.model import SCHEDULE_TOPIC, dlq_topic
@@ -72,6 +74,8 @@ def render(story: Story) -> str:
             *_hops(story),
             "",
             *_evidence(story),
+            "",
+            *_causes(story),
             "",
             *_expected_path(story),
             "",
@@ -144,6 +148,41 @@ def _evidence(s: Story) -> list[str]:
             for e in s.evidence
         ]
     )
+
+
+def _causes(s: Story) -> list[str]:
+    """Why it failed (docs/causes.md): the lifecycle's kind and the rule that set it, then each failed delivery's
+    cause, what established it and the line; a code's words once."""
+    out = ["why it failed:"]
+    if not s.failures and not s.failure_kind:
+        return [*out, "  (no cause recorded: it never failed, or its date was reconstructed before causes were read)"]
+    if s.failure_kind:
+        rule = contract.KIND_RULES.get(s.kind_rule or "", s.kind_rule or "no rule named")
+        out.append(f"  kind {s.failure_kind}: {rule}" + (f" (incident {s.incident_id})" if s.incident_id else ""))
+    if s.dead_letter is not None and s.dead_letter.redrive_advice:
+        advice = s.dead_letter.redrive_advice
+        out.append(f"  re-drive: {advice}: {contract.REDRIVE_ADVICE.get(advice, '')}")
+    rows = [("r", "failed at", "cause", "established by", "line")]
+    for f in s.failures:
+        line = f"{f.source_file}:{f.line_no if f.line_no is not None else '?'}" if f.source_file else f.event_id or "-"
+        rows.append(
+            (
+                "-" if f.reconsume_times is None else str(f.reconsume_times),
+                _when(f.failed_at),
+                f.label or f.cause or "-",
+                f.cause_evidence or "-",
+                line,
+            )
+        )
+    if s.failures:
+        out += _table(rows)
+    codes = sorted({f.cause for f in s.failures if f.code_text})
+    out += [f"  {code}: {contract.CAUSE_CODES[code]}" for code in codes]
+    why = sorted({f.cause_evidence for f in s.failures if f.cause == contract.UNKNOWN and f.cause_evidence})
+    out += [f"  {e}: {contract.CAUSE_EVIDENCE.get(e, '')}" for e in why]
+    frames = sorted({f.app_frame for f in s.failures if f.app_frame})
+    out += [f"  at {frame}" for frame in frames]
+    return out
 
 
 def _expected_path(s: Story) -> list[str]:

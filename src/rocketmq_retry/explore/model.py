@@ -179,6 +179,11 @@ class RunOverview(_Result):
     unattributed_lines: int
     ingest: IngestAccounting | None  # None: no committed ingest_report for the date
     validation: ValidationStatus | None  # None: the date was not validated with this config
+    # why messages failed (docs/causes.md): the day's causes ranked as the causes page ranks them (the first
+    # few), and its incidents still open; empty on a date written before the causes existed
+    top_causes: list[CauseSummary] = dataclasses.field(default_factory=list)
+    open_incidents: list[Incident] = dataclasses.field(default_factory=list)
+    failures: int = 0  # failed deliveries of the date (rows of failures/)
 
 
 # --- dead letters ---------------------------------------------------------------------------------------------
@@ -197,6 +202,10 @@ class DeadLetterFilter(_Result):
     compensation_state: str | None = None
     attribution: str | None = None
     msg_id: str | None = None  # exact
+    cause: str | None = None  # exact: a fingerprint or one of contract.CAUSE_CODES (dead_letters.cause_fingerprint)
+    failure_kind: str | None = None  # one of contract.FAILURE_KINDS
+    incident_id: str | None = None  # exact
+    redrive_advice: str | None = None  # one of contract.REDRIVE_ADVICE
 
 
 @dataclasses.dataclass(frozen=True)
@@ -220,6 +229,14 @@ class DeadLetterRow(_Result):
     last_attempt_at: dt.datetime | None
     last_error: str | None
     completed_at: dt.datetime | None = None  # the ledger's: when the compensation's effect was done
+    # why it was dead-lettered (docs/causes.md); None on a date written before the causes existed
+    cause_fingerprint: str | None = None  # a fingerprint or one of contract.CAUSE_CODES
+    cause: str | None = None  # "RootCauseClass: message" as logged, or the code
+    app_frame: str | None = None
+    failure_kind: str | None = None  # contract.FAILURE_KINDS
+    incident_id: str | None = None
+    kind_rule: str | None = None  # contract.KIND_RULES
+    redrive_advice: str | None = None  # contract.REDRIVE_ADVICE
 
 
 # What the dead-letter table may be sorted by (the read layer's names; dead_letters.SORT_SQL holds their SQL).
@@ -389,6 +406,14 @@ class Story(_Result):
     expected_path: ExpectedPath
     dead_letter: DeadLetterRow | None
     compensation: CompensationRecord | None
+    # why it failed (docs/causes.md): each failed delivery's cause, and the lifecycle's own cause columns;
+    # empty / None on a date written before the causes existed, or for a lifecycle that never failed
+    failures: list[FailedAttempt] = dataclasses.field(default_factory=list)
+    causes: list[str] = dataclasses.field(default_factory=list)
+    last_cause: str | None = None
+    failure_kind: str | None = None
+    incident_id: str | None = None
+    kind_rule: str | None = None
 
 
 # --- groups ---------------------------------------------------------------------------------------------------
@@ -419,3 +444,113 @@ class GroupView(_Result):
     expected_path: ExpectedPath
     retries_by_level: list[LevelCount]  # on date_to
     trend: list[DailyRate]  # the last N dates, oldest first
+
+
+# --- causes (docs/causes.md) ----------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class Incident(_Result):
+    """An outage: one row of incidents/ (the newest date's row when several dates hold it)."""
+
+    date: str
+    consumer_group: str
+    incident_id: str
+    fingerprint: str | None
+    cause_label: str | None  # the cause as the causes page names it
+    started_at: dt.datetime | None
+    last_failure_at: dt.datetime | None
+    ended_at: dt.datetime | None  # None while open
+    state: str | None  # contract.INCIDENT_STATES
+    failures: int
+    messages: int
+    dead_letters: int
+    recovered: int
+    failure_share: float | None
+    rule: str | None  # contract.KIND_RULES
+    rule_text: str | None
+
+
+@dataclasses.dataclass(frozen=True)
+class CauseSummary(_Result):
+    """One (consumer group, cause) of a date: a row of failure_causes/ with the words of its code and rule, its
+    incidents, its failures per minute and one failing message."""
+
+    date: str
+    consumer_group: str
+    fingerprint: str  # a fingerprint (32 hex) or one of contract.CAUSE_CODES
+    label: str  # "RootCauseClass: normalised message", or the code
+    code_text: str | None  # contract.CAUSE_CODES words when the cause is a code
+    exception_class: str | None
+    root_cause_class: str | None
+    normalised_message: str | None
+    app_frame: str | None
+    example_message: str | None  # as logged: shown escaped
+    example_event_id: str | None
+    example_source_file: str | None
+    example_line_no: int | None
+    example_msg_id: str | None  # a message that failed with it (the example line's when the failures say so)
+    failures: int
+    messages: int
+    dead_letters: int
+    recovered: int
+    first_failure: dt.datetime | None
+    last_failure: dt.datetime | None
+    failure_kind: str | None
+    kind_rule: str | None
+    rule_text: str | None
+    incidents: list[Incident]
+    per_minute: list[tuple[int, int]]  # (minute of the day from its start in the config's zone, failures)
+
+
+@dataclasses.dataclass(frozen=True)
+class CausePage(_Result):
+    """The "Failures by cause" page of one date, all groups or one."""
+
+    date: str
+    group: str | None
+    groups: list[str]  # every group with a failure that date
+    day_start: dt.datetime  # the partition's day in the config's zone, as UTC
+    day_end: dt.datetime
+    failures: int  # failed deliveries shown (the group's, or the date's)
+    unknown: dict[str, int]  # failures whose cause is UNKNOWN, by what is missing (failures.cause_evidence)
+    causes: list[CauseSummary]  # ranked: dead letters, then failures
+    incidents: list[Incident]  # every incident of the date (and group), open first
+    written: bool  # False: the date has no failure_causes partition (written before the causes existed)
+
+
+@dataclasses.dataclass(frozen=True)
+class FailedAttempt(_Result):
+    """One failed delivery of a message (a row of failures/) with what established its cause and the line."""
+
+    date: str
+    reconsume_times: int | None
+    failed_at: dt.datetime | None
+    cause: str | None  # a fingerprint or one of contract.CAUSE_CODES
+    label: str | None  # "RootCauseClass: message" / the code
+    code_text: str | None
+    app_frame: str | None
+    cause_evidence: str | None  # contract.CAUSE_EVIDENCE
+    evidence_text: str | None
+    source: str | None
+    event_id: str | None
+    source_file: str | None
+    line_no: int | None
+    failure_kind: str | None
+    incident_id: str | None
+    kind_rule: str | None
+    rule_text: str | None
+
+
+@dataclasses.dataclass(frozen=True)
+class SafeSet(_Result):
+    """The dead letters of one ended outage that are safe to re-drive (redrive_advice ``safe``)."""
+
+    incident_id: str
+    consumer_group: str
+    cause_label: str | None
+    started_at: dt.datetime | None
+    ended_at: dt.datetime | None
+    safe: int  # dead letters of the range marked safe
+    picks: list[tuple[str, str, str]]  # (date, group, msg_id) of those whose ledger state can be re-driven
+    more: bool  # more re-drivable rows than one form takes

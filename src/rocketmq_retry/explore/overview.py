@@ -11,6 +11,7 @@ import duckdb
 
 from rocketmq_retry import contract
 from rocketmq_retry.dates import partition_date
+from rocketmq_retry.explore.causes import overview_causes
 from rocketmq_retry.explore.model import (
     AnomalyExample,
     AnomalySummary,
@@ -47,6 +48,7 @@ def run_overview(ex: Explorer, date: object) -> RunOverview:
         gaps = reconciliation_gaps(ex, cur, ds)
         unplaced = unattributed(ex, cur, ds)
         ingest = ingest_accounting(ex, cur, ds)
+        top_causes, open_incidents, failures = overview_causes(ex, cur, ds)
     finally:
         cur.close()
     totals = {s: sum(g.final_states[s] for g in groups) for s in contract.FINAL_STATES}
@@ -63,6 +65,9 @@ def run_overview(ex: Explorer, date: object) -> RunOverview:
         unattributed_lines=sum(u.lines for u in unplaced),
         ingest=ingest,
         validation=validation(ex, ds),
+        top_causes=top_causes,
+        open_incidents=open_incidents,
+        failures=failures,
     )
 
 

@@ -12,6 +12,7 @@ import duckdb
 
 from rocketmq_retry import schedule
 from rocketmq_retry.config import Config
+from rocketmq_retry.explore.causes import failed_attempts
 from rocketmq_retry.explore.model import (
     DeadLetterFilter,
     DeadLetterRow,
@@ -127,7 +128,10 @@ def _story(ex: Explorer, life: dict[str, Any], dates: list[str]) -> Story:
         ids = sorted(
             {e for h in hops for e in (h["evidence"] or [])} | {e for d in letters for e in (d["evidence"] or [])}
         )
-        evidence = _evidence_rows(ex, cur, life, ids) if ids else []
+        event_dates = _event_dates(ex, life)
+        evidence = _evidence_rows(ex, cur, event_dates, ids) if ids else []
+        # the lifecycle's failed deliveries with their causes, from every date that holds the lifecycle
+        failures = failed_attempts(ex, cur, dates, group, msg_id, sorted({*event_dates, *dates}))
     finally:
         cur.close()
     dead_letter = _dead_letter(ex, letters[0]["dt"], group, msg_id) if letters else None
@@ -155,6 +159,12 @@ def _story(ex: Explorer, life: dict[str, Any], dates: list[str]) -> Story:
         expected_path=expected_path_of(ex.config, group, life["original_topic"]),
         dead_letter=dead_letter,
         compensation=ex.ledger.record(group, msg_id),
+        failures=failures,
+        causes=list(life.get("causes") or []),
+        last_cause=life.get("last_cause"),
+        failure_kind=life.get("failure_kind"),
+        incident_id=life.get("incident_id"),
+        kind_rule=life.get("kind_rule"),
     )
 
 
@@ -173,14 +183,19 @@ def _letter_rows(
     return ex._query(sql, [*dp, group, msg_id], cur)
 
 
-def _evidence_rows(
-    ex: Explorer, cur: duckdb.DuckDBPyConnection, life: dict[str, Any], ids: list[str]
-) -> list[dict[str, Any]]:
-    """The log lines ``ids`` from the lifecycle's date and the days its first line may lie before it."""
+def _event_dates(ex: Explorer, life: dict[str, Any]) -> list[str]:
+    """The lifecycle's date and the days its first line may lie before it, with an events partition (newest
+    first; the lifecycle's own date when none has one)."""
     ds = life["dt"]
     start = utc(life["first_seen"])
     lo = (start.date() if start else dt.date.fromisoformat(ds)) - dt.timedelta(days=EVIDENCE_DAYS_BEFORE)
-    event_dates = ex._dates_in(min(lo.isoformat(), ds), ds, "events")
+    return ex._dates_in(min(lo.isoformat(), ds), ds, "events") or [ds]
+
+
+def _evidence_rows(
+    ex: Explorer, cur: duckdb.DuckDBPyConnection, event_dates: list[str], ids: list[str]
+) -> list[dict[str, Any]]:
+    """The log lines ``ids`` from ``event_dates``."""
     events, ep = ex._scan("events", event_dates)
     return ex._query(
         "SELECT event_id, event_time, event_type, source, source_file, line_no, topic, reconsume_times, "

@@ -60,7 +60,8 @@ def summary(story: Story) -> list[Part]:
         if inferred:
             clause.append(Part(f" ({inferred} of them inferred)"))
         by_id = {e.event_id: e for e in story.evidence}
-        errors = [
+        # the causes the reconstruction established (docs/causes.md), else the exception a failure line carries
+        errors = [f.label for f in story.failures if f.label and f.cause != UNKNOWN] or [
             error
             for h in failed
             for event_id in h.evidence

@@ -19,6 +19,7 @@ import duckdb
 from rocketmq_retry import contract
 from rocketmq_retry.config import Config, load_config
 from rocketmq_retry.dates import DateError, partition_date
+from rocketmq_retry.explore import causes as _causes
 from rocketmq_retry.explore import dead_letters as _dead_letters
 from rocketmq_retry.explore import groups as _groups
 from rocketmq_retry.explore import overview as _overview
@@ -26,6 +27,7 @@ from rocketmq_retry.explore import search as _search
 from rocketmq_retry.explore.dead_letters import DEAD_LETTER_CSV_COLUMNS as DEAD_LETTER_CSV_COLUMNS
 from rocketmq_retry.explore.ledger import STATE_COLUMNS, LedgerReader
 from rocketmq_retry.explore.model import (
+    CausePage,
     DeadLetterFilter,
     DeadLetterPage,
     ExploreError,
@@ -34,6 +36,7 @@ from rocketmq_retry.explore.model import (
     LifecyclePage,
     NotFound,
     RunOverview,
+    SafeSet,
     Story,
 )
 from rocketmq_retry.explore.overview import CAUSES as CAUSES
@@ -46,6 +49,7 @@ _DUCK_TYPES = {
     "bigint": "BIGINT",
     "int": "INTEGER",
     "boolean": "BOOLEAN",
+    "double": "DOUBLE",
     "array<string>": "VARCHAR[]",
     "map<string,bigint>": "MAP(VARCHAR, BIGINT)",
 }
@@ -117,9 +121,9 @@ class Explorer:
                     "FROM read_parquet(?, union_by_name = true, hive_partitioning = false)"
                 )
                 params += [ds, files]
-        if not parts:
-            return self._empty(table), []
-        return " UNION ALL BY NAME ".join(parts), params
+        # The contract's empty row set joins by name, so a column a partition lacks (written before the column
+        # existed: dead_letters before the causes) reads as NULL with its contract type instead of failing the query.
+        return " UNION ALL BY NAME ".join([*parts, self._empty(table)]), params
 
     def _query(
         self, sql: str, params: Sequence[Any] = (), cur: duckdb.DuckDBPyConnection | None = None
@@ -231,6 +235,20 @@ class Explorer:
 
     def groups(self, date_to: object, days: int = 14) -> list[GroupView]:
         return _groups.groups(self, date_to, days)
+
+    def causes(self, date: object, group: str | None = None) -> CausePage:
+        """The "Failures by cause" page of a date: causes ranked by dead letters then failures, incidents."""
+        return _causes.cause_page(self, date, group)
+
+    def safe_sets(
+        self, date_from: object, date_to: object, group: str | None, redrivable: Sequence[str], limit: int
+    ) -> list[SafeSet]:
+        """Per ended outage of the range: its dead letters safe to re-drive whose ledger state is ``redrivable``."""
+        return _causes.safe_sets(self, date_from, date_to, group, redrivable, limit)
+
+    def advice_of(self, picks: Sequence[tuple[str, str, str]]) -> dict[tuple[str, str, str], dict[str, Any]]:
+        """The re-drive advice, cause and kind of each chosen (date, group, msg_id) dead letter."""
+        return _causes.advice_of(self, picks)
 
     # --- ledger -----------------------------------------------------------------------------------------------
 

@@ -9,7 +9,7 @@ deployment's root (``airflow.warehouse_root``): no request parameter names a pat
 ``rocketmq_retry.dates``. Reads go through the DuckDB read layer (``rocketmq_retry.explore``); no request starts
 Spark.
 
-This module builds the app; each page's routes live in their own module (``overview``, ``dead_letters``,
+This module builds the app; each page's routes live in their own module (``overview``, ``causes``, ``dead_letters``,
 ``messages``, ``groups``, ``redrive``) and what they share in ``context``.
 """
 
@@ -25,6 +25,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import RedirectResponse, Response
 
 from rocketmq_retry.airflow.pages import guard
+from rocketmq_retry.airflow.pages.causes import causes_router
 from rocketmq_retry.airflow.pages.context import (
     SECURITY_HEADERS,
     Pages,
@@ -63,7 +64,15 @@ def create_pages_app(
     )
     app.add_exception_handler(HTTPException, _error_page)
     app.add_exception_handler(RequestValidationError, _bad_parameters)
-    routers = (overview_router, lifecycles_router, dead_letters_router, messages_router, groups_router, redrive_router)
+    routers = (
+        overview_router,
+        lifecycles_router,
+        causes_router,
+        dead_letters_router,
+        messages_router,
+        groups_router,
+        redrive_router,
+    )
     for router in routers:
         app.include_router(router(pages))
     return app

@@ -42,7 +42,9 @@ _templates = jinja2.Environment(
     trim_blocks=True,
     lstrip_blocks=True,
 )
-_templates.globals.update(bars=svg.bars, sparkline=svg.sparkline, timeline=svg.timeline)
+_templates.globals.update(
+    bars=svg.bars, sparkline=svg.sparkline, timeline=svg.timeline, incident_timeline=svg.incident_timeline
+)
 
 
 def _percent(value: float | None) -> str:

@@ -13,7 +13,7 @@ from fastapi.responses import HTMLResponse, StreamingResponse
 from rocketmq_retry import contract
 from rocketmq_retry.airflow.pages import guard
 from rocketmq_retry.airflow.pages.context import SECURITY_HEADERS, Pages, check_choice, check_range, plain, render
-from rocketmq_retry.airflow.pages.redrive import MAX_REDRIVE, REDRIVABLE, redrive_paused
+from rocketmq_retry.airflow.pages.redrive import MAX_REDRIVE, REDRIVABLE, WILL_FAIL_AGAIN, redrive_paused
 from rocketmq_retry.compensation.model import State
 
 PAGE_SIZE = 100
@@ -49,8 +49,19 @@ def dead_letters_router(pages: Pages) -> APIRouter:
             form["page_size"] = str(page_size)
         may_redrive = pages.authenticate and guard.can_trigger_redrive(user)
         now = dt.datetime.now(dt.UTC)
-        rows = [{**plain(r), "in_dlq": in_dlq(r, now)} for r in result.rows]
+        rows = [{**plain(r), "in_dlq": in_dlq(r, now), "cause_short": short_cause(r.cause)} for r in result.rows]
         selectable = sum(1 for r in rows if r["compensation_state"] in REDRIVABLE) if may_redrive else 0
+        # the ended outages' dead letters that are safe to re-drive, offered as one form each
+        safe = (
+            [
+                plain(s)
+                for s in pages.answer(
+                    lambda: pages.explorer().safe_sets(first, last, filters.group, REDRIVABLE, MAX_REDRIVE)
+                )
+            ]
+            if may_redrive
+            else []
+        )
         return render(
             request,
             "dead_letters.html",
@@ -68,6 +79,12 @@ def dead_letters_router(pages: Pages) -> APIRouter:
             redrive_dag=guard.REDRIVE_DAG_ID,
             states=_states(),
             attributions=contract.ATTRIBUTIONS,
+            kinds=contract.FAILURE_KINDS,
+            advices=contract.REDRIVE_ADVICE,
+            rule_words=contract.KIND_RULES,
+            code_words=contract.CAUSE_CODES,
+            poison=WILL_FAIL_AGAIN,
+            safe_sets=safe,
             redrivable=REDRIVABLE,
             may_redrive=may_redrive,
             csrf=guard.csrf_token(user.get_id()) if may_redrive else "",
@@ -103,14 +120,19 @@ class FilterQuery:
         key: str | None = None,
         state: str | None = None,
         attribution: str | None = None,
+        cause: str | None = None,
+        kind: str | None = None,
+        incident: str | None = None,
+        advice: str | None = None,
     ) -> None:
         self.date_from, self.date_to = date_from, date_to
         self.group, self.topic, self.tag, self.key = group, topic, tag, key
         self.state, self.attribution = state, attribution
+        self.cause, self.kind, self.incident, self.advice = cause, kind, incident, advice
 
     def form(self) -> dict[str, str]:
         """The values to show back in the filter form (escaped by the template)."""
-        fields = ("group", "topic", "tag", "key", "state", "attribution")
+        fields = ("group", "topic", "tag", "key", "state", "attribution", "cause", "kind", "incident", "advice")
         return {name: getattr(self, name) or "" for name in fields}
 
     def filters(self) -> Any:
@@ -123,6 +145,10 @@ class FilterQuery:
             key=self.key or None,
             compensation_state=check_choice(self.state, COMPENSATION_STATES, "state"),
             attribution=check_choice(self.attribution, contract.ATTRIBUTIONS, "attribution"),
+            cause=self.cause or None,
+            failure_kind=check_choice(self.kind, contract.FAILURE_KINDS, "kind"),
+            incident_id=self.incident or None,
+            redrive_advice=check_choice(self.advice, tuple(contract.REDRIVE_ADVICE), "advice"),
         )
 
 
@@ -156,6 +182,14 @@ def in_dlq(row: Any, now: dt.datetime) -> dict[str, str]:
         "title": f"in the DLQ since {plain_time(row.dlq_at)}, not compensated",
         "done": "",
     }
+
+
+def short_cause(cause: str | None) -> str | None:
+    """``java.net.ConnectException: refused`` as ``ConnectException: refused``: a narrow cell shows the class's
+    name, its title and the row's detail the cause whole."""
+    from rocketmq_retry.explore.causes import simple_class
+
+    return simple_class(cause)
 
 
 def _states() -> tuple[str, ...]:

@@ -26,6 +26,8 @@ def groups_router(pages: Pages) -> APIRouter:
                 raise HTTPException(status_code=404, detail="the warehouse holds no committed date yet")
             last = dates[-1]
         views = [plain(g) for g in pages.answer(lambda: pages.explorer().groups(last, days))]
-        return render(request, "groups.html", views=views, days=days, last=last, nav="groups")
+        # group -> the what-if of its current incident: filled by the what-if replay (issue #30 part 4, whatif/)
+        whatifs: dict[str, object] = {}
+        return render(request, "groups.html", views=views, days=days, last=last, whatifs=whatifs, nav="groups")
 
     return router

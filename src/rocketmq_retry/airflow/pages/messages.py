@@ -7,6 +7,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, HTTPException, Query, Request
 from fastapi.responses import HTMLResponse
 
+from rocketmq_retry import contract
 from rocketmq_retry.airflow.pages.context import Pages, check_range, plain, render
 
 
@@ -53,6 +54,14 @@ def messages_router(pages: Pages) -> APIRouter:
         stories = [{**plain(s), "summary": summary(s)} for s in found]
         if not stories:
             raise HTTPException(status_code=404, detail=f"no lifecycle of {msg_id!r}")
-        return render(request, "story.html", msg_id=msg_id, stories=stories, nav="messages")
+        return render(
+            request,
+            "story.html",
+            msg_id=msg_id,
+            stories=stories,
+            rule_words=contract.KIND_RULES,
+            advice_words=contract.REDRIVE_ADVICE,
+            nav="messages",
+        )
 
     return router

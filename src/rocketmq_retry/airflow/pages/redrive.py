@@ -11,6 +11,7 @@ from fastapi import APIRouter, Depends, HTTPException, Request
 from fastapi.responses import HTMLResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from rocketmq_retry import contract
 from rocketmq_retry.airflow.pages import guard
 from rocketmq_retry.airflow.pages.context import Pages, render
 from rocketmq_retry.compensation.model import REOPENABLE
@@ -21,6 +22,11 @@ MAX_REDRIVE = 1000  # rows one form may re-drive; bigger re-drives go by date ra
 # rows plus the CSRF token must fit, and nothing much larger may be parsed before the count is checked.
 MAX_FORM_FIELDS = MAX_REDRIVE + 10
 REDRIVABLE = tuple(sorted(REOPENABLE))  # ledger states the re-drive DAG reopens (never DONE)
+# dead_letters.redrive_advice of a poison message (docs/causes.md "Poison messages"): re-driving it fails again
+# (the contract's advice in its order, as explore/causes.py names them)
+_SAFE, _OUTAGE_OPEN, WILL_FAIL_AGAIN, _REVIEW = contract.REDRIVE_ADVICE
+# The form field that says the operator saw the poison rows of the selection and re-drives them anyway.
+CONFIRM_FIELD, CONFIRM_POISON = "poison", "confirm"
 
 
 def redrive_router(pages: Pages) -> APIRouter:
@@ -42,6 +48,23 @@ def redrive_router(pages: Pages) -> APIRouter:
         token = form.get("csrf_token")
         guard.check_csrf(request, user.get_id(), token if isinstance(token, str) else None)
         picks = _selection([v for v in form.getlist("selected") if isinstance(v, str)])
+        # Poison rows fail again when re-driven: the operator sees them and confirms before anything is queued.
+        advice = pages.answer(lambda: pages.explorer().advice_of(picks))
+        poison = [p for p in picks if (advice.get(p) or {}).get("redrive_advice") == WILL_FAIL_AGAIN]
+        if poison and form.get(CONFIRM_FIELD) != CONFIRM_POISON:
+            others = [p for p in picks if p not in poison]
+            return render(
+                request,
+                "redrive_confirm.html",
+                poison=[{"key": _value(p), "date": p[0], "group": p[1], "msg_id": p[2], **advice[p]} for p in poison],
+                all_values=[_value(p) for p in picks],
+                other_values=[_value(p) for p in others],
+                csrf=token,
+                confirm_field=CONFIRM_FIELD,
+                confirm_value=CONFIRM_POISON,
+                advice_text=contract.REDRIVE_ADVICE[WILL_FAIL_AGAIN],
+                nav="dead-letters",
+            )
         bearer = _caller_token(request)
         runs = []
         for conf in redrive_confs(picks):
@@ -79,6 +102,11 @@ def _selection(values: list[str]) -> list[tuple[str, str, str]]:
         if not group or not msg_id:
             raise HTTPException(status_code=400, detail="a selected row has no consumer group or msg_id")
     return picks
+
+
+def _value(pick: tuple[str, str, str]) -> str:
+    """A chosen row as its checkbox carries it (``_selection`` reads it back)."""
+    return json.dumps(list(pick))
 
 
 def redrive_confs(picks: list[tuple[str, str, str]]) -> list[dict[str, Any]]:

@@ -163,3 +163,81 @@ def _drift(ms: object) -> str:
     value = int(ms)  # type: ignore[call-overload]
     sign = "+" if value > 0 else ""
     return f"{sign}{value / 1000:.1f} s" if abs(value) < 120_000 else f"{sign}{value / 60000:.1f} min"
+
+
+def incident_timeline(
+    per_minute: Sequence[Sequence[int]],
+    incidents: Sequence[dict[str, object]],
+    day_start: object,
+    day_end: object,
+    *,
+    width: int = 1080,
+    height: int = 84,
+    title: str = "failures per minute",
+) -> Markup:
+    """Failures per minute over the day (a bar per minute with failures, scaled to the busiest minute) with each
+    incident's window shaded from its first to its last failure; an open incident's window runs on to the end of
+    the day, is drawn in the warning colour and says "open". ``per_minute``: (minute from the day's start,
+    failures); ``incidents``: the read layer's ``Incident.to_dict()``; the day's bounds as ISO text or datetimes.
+    Times on the axis are UTC, as every time on the pages."""
+    start, end = _parse_time(day_start), _parse_time(day_end)
+    if start is None or end is None or end <= start:
+        return Markup(
+            f'<svg class="chart causes" role="img" width="{width}" height="20"><title>{escape(title)}</title></svg>'
+        )
+    minutes = (end - start).total_seconds() / 60
+    left, right, top, axis = 4, 4, 14, 16
+    inner_w, inner_h = width - left - right, height - top - axis
+    peak = max((int(n) for _, n in per_minute), default=0) or 1
+
+    def x_of(minute: float) -> float:
+        return left + inner_w * max(0.0, min(minutes, minute)) / minutes
+
+    def minute_of(value: object) -> float | None:
+        moment = _parse_time(value)
+        return None if moment is None else (moment - start).total_seconds() / 60
+
+    parts = [
+        f'<svg class="chart causes" role="img" width="{width}" height="{height}" viewBox="0 0 {width} {height}" '
+        f'xmlns="http://www.w3.org/2000/svg"><title>{escape(title)}</title>'
+    ]
+    for inc in incidents:
+        first = minute_of(inc.get("started_at"))
+        if first is None:
+            continue
+        is_open = inc.get("ended_at") is None
+        last = minutes if is_open else (minute_of(inc.get("last_failure_at")) or first)
+        x1, x2 = x_of(first), x_of(last)
+        css = "incident open" if is_open else "incident"
+        state = "open" if is_open else f"ended {inc.get('ended_at')}"
+        tip = f"incident {inc.get('incident_id')}: from {inc.get('started_at')}, {state}"
+        parts.append(
+            f'<g class="{css}"><title>{escape(tip)}</title>'
+            f'<rect class="window" x="{_num(x1)}" y="{top}" width="{_num(max(2.0, x2 - x1))}" height="{inner_h}"/>'
+        )
+        if is_open:
+            parts.append(f'<text class="open" x="{_num(x1 + 3)}" y="{top - 3}">open</text>')
+        parts.append("</g>")
+    bar_w = max(1.0, inner_w / minutes)
+    for minute, n in per_minute:
+        h = inner_h * int(n) / peak
+        parts.append(
+            f'<rect class="bar" x="{_num(x_of(int(minute)))}" y="{_num(top + inner_h - h)}" width="{_num(bar_w)}" '
+            f'height="{_num(h)}"><title>{escape(_clock(start, int(minute)))}: {int(n)} failures</title></rect>'
+        )
+    base = top + inner_h
+    parts.append(f'<line class="axis" x1="{left}" y1="{base}" x2="{width - right}" y2="{base}"/>')
+    for hour in range(0, int(minutes // 60) + 1, 3):
+        x = x_of(hour * 60)
+        anchor = "start" if hour == 0 else ("end" if hour * 60 >= minutes else "middle")
+        parts.append(
+            f'<text class="tick" x="{_num(x)}" y="{height - 3}" text-anchor="{anchor}">'
+            f"{escape(_clock(start, hour * 60))}</text>"
+        )
+    parts.append(f'<text class="tick" x="{width - right}" y="10" text-anchor="end">peak {peak}/min</text>')
+    parts.append("</svg>")
+    return Markup("".join(parts))
+
+
+def _clock(start: dt.datetime, minute: int) -> str:
+    return (start + dt.timedelta(minutes=minute)).astimezone(dt.UTC).strftime("%H:%M")
