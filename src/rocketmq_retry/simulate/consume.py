@@ -74,7 +74,7 @@ class Consumer(Part):
             )  # fmt: skip
             self.tracer.record(inst, t, rec, [lc.msg.uniq_key, *lc.msg.keys.split(" ")])
         first = not lc.failures
-        lc.failures.append(("", "", "", ""))
+        lc.failures.append(("", "", "", "", ""))
         throttle = first and self.plan.throttle_at(g.name, t) is not None
         forced = self.plan.forced(g, lc.msg.poison, first, t, self.rng.random() if throttle else None)
         # a throttled message is consumed on its first retry (nor does that retry time out)
@@ -130,8 +130,9 @@ class Consumer(Part):
         # already written
         outcome, code, exc = self.listener.failure(lc, start, t - self.rng.randint(0, 4), forced)
         lc.deliveries[index] = (start, lc.client_r, outcome.value)
-        root = exc.root.cls if exc is not None else ""
-        lc.failures[index] = (forced.kind, forced.cause, forced.incident_id, root) if forced else (OTHER, "", "", root)
+        top, root = (exc.cls, exc.root.cls) if exc is not None else ("", "")
+        kind, cause, incident = (forced.kind, forced.cause, forced.incident_id) if forced else (OTHER, "", "")
+        lc.failures[index] = (kind, cause, incident, top, root)
         self._sub_after(lc, request_id, cost, False, code, t)
         fault = SendBackFault.NONE
         concurrent_remoting = (
@@ -184,7 +185,7 @@ class Consumer(Part):
             ),
         )  # fmt: skip
         lc.deliveries[index] = (start, lc.deliveries[index][1], ConsumeOutcome.TIMEOUT.value)
-        lc.failures[index] = (OTHER, "", "", "")
+        lc.failures[index] = (OTHER, "", "", "", "")
         self._fail(lc, now, start, ConsumeOutcome.TIMEOUT, SendBackFault.NONE)
 
     def _fail(self, lc: Lifecycle, t: int, start: int, outcome: ConsumeOutcome, fault: SendBackFault) -> None:

@@ -20,7 +20,6 @@ from collections.abc import Sequence
 from typing import Any
 
 from rocketmq_retry.contract import MIXED, OUTAGE
-from rocketmq_retry.simulate.exceptions import cause_exception
 from rocketmq_retry.simulate.failures import OTHER
 
 PUBLISH_COLUMNS = (
@@ -34,7 +33,7 @@ LIFECYCLE_COLUMNS = (
     "deliveries", "final_state", "final_at", "final_at_ms", "dlq_topic", "dlq_offset_msg_id", "dlq_reconsume_times",
     "delivery_times", "delivery_reconsume_times", "delivery_outcomes", "hop_actions", "hop_delay_levels",
     "send_back_faults", "timeouts", "application", "true_kind", "incident_id", "incident_start_ms",
-    "incident_end_ms", "true_cause", "root_cause_class", "delivery_kinds",
+    "incident_end_ms", "true_cause", "exception_class", "root_cause_class", "delivery_kinds",
 )  # fmt: skip
 INCIDENT_COLUMNS = (
     "consumer_group", "incident_id", "cause", "exception_class", "root_cause_class", "start", "start_ms", "end",
@@ -134,31 +133,31 @@ class Truth:
             lcs = hit.get(inc.incident_id, [])
             failures = [f for lc in lcs for f in lc.failures if f[2] == inc.incident_id]
             dead = sum(1 for lc in lcs if lc.dlq is not None and _last_failure(lc)[2] == inc.incident_id)
-            exc = cause_exception(inc.cause, lcs[0]) if lcs else None
             self.incidents.append(
-                (inc.group, inc.incident_id, inc.cause, exc.cls if exc else "",
-                 failures[0][3] if failures else "", iso(inc.start_ms), inc.start_ms, iso(inc.end_ms), inc.end_ms,
+                (inc.group, inc.incident_id, inc.cause, failures[0][3] if failures else "",
+                 failures[0][4] if failures else "", iso(inc.start_ms), inc.start_ms, iso(inc.end_ms), inc.end_ms,
                  len(lcs), len(failures), dead)
             )  # fmt: skip
 
 
 def _last_failure(lc: Any) -> tuple[str, ...]:
-    return next((f for f in reversed(lc.failures) if f[0]), ("", "", "", ""))
+    return next((f for f in reversed(lc.failures) if f[0]), ("", "", "", "", ""))
 
 
 def _kind_columns(lc: Any, windows: dict[str, Any]) -> tuple[Any, ...]:
     """``true_kind`` (contract FAILURE_KINDS, or "" for a lifecycle that never failed or failed only otherwise),
-    its outage's incident and window, the cause name and logged root cause class of its last planned failure,
+    its outage's incident and window, the cause name and the exception and root cause classes logged with its last
+    planned failure (empty when the listener threw nothing),
     and the kind of each delivery (aligned with ``delivery_times``: "" for a success, ``other`` for a failure of
     the behaviour mix or a timeout)."""
     kinds = {f[0] for f in lc.failures if f[0]}
     planned = kinds - {OTHER}
     kind = "" if not planned else (MIXED if len(kinds) > 1 else next(iter(planned)))
-    last = next((f for f in reversed(lc.failures) if f[0] and f[0] != OTHER), ("", "", "", ""))
+    last = next((f for f in reversed(lc.failures) if f[0] and f[0] != OTHER), ("", "", "", "", ""))
     window = windows.get(last[2]) if last[0] == OUTAGE else None
     return (
         kind, last[2] if window else "", window.start_ms if window else "", window.end_ms if window else "",
-        last[1], last[3], ";".join(f[0] for f in lc.failures),
+        last[1], last[3], last[4], ";".join(f[0] for f in lc.failures),
     )  # fmt: skip
 
 
