@@ -7,12 +7,13 @@ from __future__ import annotations
 
 import random
 
-from rocketmq_retry.contract import CONSUMED, IN_RETRY
+from rocketmq_retry.contract import CONSUMED, FLOW_CONTROL, IN_RETRY
 from rocketmq_retry.engine import ConsumeMode, ConsumeOutcome, FailedDelivery, SendBackFault, next_hop
 from rocketmq_retry.logformats import java, statements, trace
 from rocketmq_retry.logformats.statements import fill
 from rocketmq_retry.simulate import world
 from rocketmq_retry.simulate.context import Part, SimContext
+from rocketmq_retry.simulate.failures import OTHER, FailurePlan, Forced
 from rocketmq_retry.simulate.javanames import C_PQ
 from rocketmq_retry.simulate.listener import ListenerLogs, listener_class, thread_of
 from rocketmq_retry.simulate.model import GRPC, GroupRun, Instance, Lifecycle, Message
@@ -20,8 +21,9 @@ from rocketmq_retry.simulate.retry import RetryPath
 
 
 class Consumer(Part):
-    def __init__(self, ctx: SimContext) -> None:
+    def __init__(self, ctx: SimContext, plan: FailurePlan) -> None:
         super().__init__(ctx)
+        self.plan = plan
         self.listener = ListenerLogs(ctx.writer, ctx.topo)
         self.retry = RetryPath(ctx, self.listener, self.deliver, self.pull_lag)
         self.lifecycles: list[Lifecycle] = []
@@ -33,6 +35,8 @@ class Consumer(Part):
         kind = pick(self.rng, kinds)
         if g.scenario.app == "spring" or (g.kind == GRPC and kind == "null"):
             kind = "exception"  # the container catches listener exceptions; no null in Spring/gRPC listeners
+        if msg.poison and g.scenario.poison > 0:
+            kind = "exception"  # a poison message's listener throws on every delivery
         until = self.rng.randint(1, max(1, self.s.until_max))
         lc = Lifecycle(len(self.lifecycles), g, inst, msg, behaviour, kind, until, copy, msg.topic)
         self.lifecycles.append(lc)
@@ -69,9 +73,18 @@ class Consumer(Part):
                 request_id, lc.msg.uniq_key, lc.client_r, lc.msg.keys,
             )  # fmt: skip
             self.tracer.record(inst, t, rec, [lc.msg.uniq_key, *lc.msg.keys.split(" ")])
-        fails = self._fails(lc)
+        first = not lc.failures
+        lc.failures.append(("", "", "", "", ""))
+        throttle = first and self.plan.throttle_at(g.name, t) is not None
+        forced = self.plan.forced(g, lc.msg.poison, first, t, self.rng.random() if throttle else None)
+        # a throttled message is consumed on its first retry (nor does that retry time out)
+        retry_of_throttled = lc.throttled and len(lc.deliveries) == 2
+        if forced is not None and forced.kind == FLOW_CONTROL:
+            lc.throttled = True
+        fails = forced is not None or (not retry_of_throttled and self._fails(lc))
         timeout = (
             not fails
+            and not retry_of_throttled
             and g.kind != GRPC
             and g.policy.consume_mode is ConsumeMode.CONCURRENTLY
             and not g.broadcasting
@@ -81,7 +94,7 @@ class Consumer(Part):
         index = len(lc.deliveries) - 1
         if timeout:
             cost = self._schedule_expiry(lc, t, index)
-        self.loop.at(t + cost, self._complete, lc, t, cost, fails, timeout, request_id, index)
+        self.loop.at(t + cost, self._complete, lc, t, cost, fails, timeout, request_id, index, forced)
 
     def _schedule_expiry(self, lc: Lifecycle, t: int, index: int) -> int:
         """A delivery that overruns consumeTimeout: schedule the sweep that expires it; returns its (long) cost."""
@@ -95,7 +108,15 @@ class Consumer(Part):
         return cost
 
     def _complete(
-        self, lc: Lifecycle, start: int, cost: int, fails: bool, timeout: bool, request_id: str, index: int
+        self,
+        lc: Lifecycle,
+        start: int,
+        cost: int,
+        fails: bool,
+        timeout: bool,
+        request_id: str,
+        index: int,
+        forced: Forced | None = None,
     ) -> None:
         g, inst = lc.group, lc.inst
         t = self.loop.now
@@ -107,8 +128,11 @@ class Consumer(Part):
         # consume threads log independently of the other threads of the JVM: the real files are a few ms out of
         # timestamp order in places (§12), so the failure lines may carry a slightly earlier time than lines
         # already written
-        outcome, code = self.listener.failure(lc, start, t - self.rng.randint(0, 4))
+        outcome, code, exc = self.listener.failure(lc, start, t - self.rng.randint(0, 4), forced)
         lc.deliveries[index] = (start, lc.client_r, outcome.value)
+        top, root = (exc.cls, exc.root.cls) if exc is not None else ("", "")
+        kind, cause, incident = (forced.kind, forced.cause, forced.incident_id) if forced else (OTHER, "", "")
+        lc.failures[index] = (kind, cause, incident, top, root)
         self._sub_after(lc, request_id, cost, False, code, t)
         fault = SendBackFault.NONE
         concurrent_remoting = (
@@ -161,6 +185,7 @@ class Consumer(Part):
             ),
         )  # fmt: skip
         lc.deliveries[index] = (start, lc.deliveries[index][1], ConsumeOutcome.TIMEOUT.value)
+        lc.failures[index] = (OTHER, "", "", "", "")
         self._fail(lc, now, start, ConsumeOutcome.TIMEOUT, SendBackFault.NONE)
 
     def _fail(self, lc: Lifecycle, t: int, start: int, outcome: ConsumeOutcome, fault: SendBackFault) -> None:

@@ -1,5 +1,5 @@
 """What the simulated Java processes print that is not ours to choose: the client libraries' logger classes and
-the stack frames of their consume, send and send-back paths, and the business exceptions the listeners throw.
+the stack frames of their consume, send and send-back paths (the listeners' exceptions: ``exceptions.py``).
 """
 
 from __future__ import annotations
@@ -66,9 +66,3 @@ FRAMES_SEND = [
     "org.apache.rocketmq.client.impl.producer.DefaultMQProducerImpl.sendDefaultImpl(DefaultMQProducerImpl.java:575)",
     "org.apache.rocketmq.client.producer.DefaultMQProducer.send(DefaultMQProducer.java:333)",
 ]
-BUSINESS_ERRORS = (
-    ("java.lang.IllegalStateException", "{svc} unavailable for orderId={order}"),
-    ("java.net.SocketTimeoutException", "Read timed out calling {svc} for orderId={order}"),
-    ("org.springframework.dao.DataAccessResourceFailureException", "Unable to acquire JDBC Connection"),
-    ("java.lang.NullPointerException", 'Cannot invoke "String.length()" because "sku" is null'),
-)

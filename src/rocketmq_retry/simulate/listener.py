@@ -9,19 +9,9 @@ from rocketmq_retry.engine import ConsumeMode, ConsumeOutcome, SendBackFault, re
 from rocketmq_retry.logformats import java, layouts, statements, trace
 from rocketmq_retry.logformats.statements import fill
 from rocketmq_retry.simulate import world
-from rocketmq_retry.simulate.javanames import (
-    BUSINESS_ERRORS,
-    C_CMCS,
-    C_CMOS,
-    C_DMPCI,
-    C_POP,
-    FRAMES_CMCS_4X,
-    FRAMES_CMOS,
-    FRAMES_GRPC,
-    FRAMES_SEND,
-    FRAMES_SEND_BACK,
-    FRAMES_SPRING,
-)
+from rocketmq_retry.simulate.exceptions import Throwable, business_exception, cause_exception, print_stack_trace
+from rocketmq_retry.simulate.failures import Forced
+from rocketmq_retry.simulate.javanames import C_CMCS, C_CMOS, C_DMPCI, C_POP, FRAMES_SEND, FRAMES_SEND_BACK
 from rocketmq_retry.simulate.model import CLIENT_5X, GRPC, GroupRun, Lifecycle
 from rocketmq_retry.simulate.render import LogWriter
 from rocketmq_retry.simulate.topology import Topology, host_stem
@@ -46,22 +36,6 @@ def thread_of(lc: Lifecycle) -> str:
     return java.consume_thread_name(lc.group.name, n, inst.client_version, pop=pop)
 
 
-def business_exception(lc: Lifecycle) -> tuple[str, list[str]]:
-    """The listener's exception and its stack, down through the client flavour's consume path."""
-    cls, text = BUSINESS_ERRORS[lc.lid % len(BUSINESS_ERRORS)]
-    svc = lc.group.scenario.topic.lower().split("_")[0] + "-service"
-    exc = f"{cls}: {text.format(svc=svc, order=lc.msg.order_id)}"
-    listener = listener_class(lc.group)
-    frames = [f"{listener}.onMessage({listener.rsplit('.', 1)[1]}.java:{40 + lc.lid % 50})"]
-    if lc.inst.kind == GRPC:
-        frames += FRAMES_GRPC
-    elif lc.group.scenario.app == "spring":
-        frames += FRAMES_SPRING
-    else:
-        frames += FRAMES_CMOS if lc.group.orderly else FRAMES_CMCS_4X
-    return exc, frames
-
-
 class ListenerLogs:
     def __init__(self, writer: LogWriter, topo: Topology) -> None:
         self.writer = writer
@@ -78,67 +52,79 @@ class ListenerLogs:
         mq = java.message_queue_to_string(lc.copy.topic, broker.name, lc.copy.queue_id)
         return ext, mq
 
-    def failure(self, lc: Lifecycle, start: int, t: int) -> tuple[ConsumeOutcome, int]:
-        """The listener's failure as each client writes it; returns the engine outcome and the trace context code."""
+    def failure(
+        self, lc: Lifecycle, start: int, t: int, forced: Forced | None = None
+    ) -> tuple[ConsumeOutcome, int, Throwable | None]:
+        """The listener's failure as each client writes it; returns the engine outcome, the trace context code and
+        the exception the client logged (None: it logged none). A planned failure (``forced``) throws its cause's
+        exception or returns RECONSUME_LATER; any other fails in the lifecycle's mode (``lc.kind``) with one of
+        the generic business exceptions."""
         g = lc.group
         if g.kind == GRPC and g.policy.consume_mode is ConsumeMode.SIMPLE:
             # SimpleConsumer has no listener: the application simply does not ack, and the SDK logs nothing (§5.5)
-            return ConsumeOutcome.RECONSUME_LATER, trace.CONTEXT_FAILED
+            return ConsumeOutcome.RECONSUME_LATER, trace.CONTEXT_FAILED, None
+        if forced is not None:
+            mode, exc = ("later", None) if forced.later else ("exception", cause_exception(forced.cause, lc))
+        else:
+            mode, exc = lc.kind, business_exception(lc)
+        if g.kind != GRPC and g.scenario.app == "spring":
+            exc = exc or business_exception(lc)  # the container only sees a failure when the listener throws
+            return (*self._spring_failure(lc, t, exc), exc)
+        printed = exc if mode == "exception" else None
         if g.kind == GRPC:
-            return self._grpc_failure(lc, t)
-        if g.scenario.app == "spring":
-            return self._spring_failure(lc, t)
-        return self._remoting_failure(lc, start, t)
+            return (*self._grpc_failure(lc, t, mode, exc), printed)
+        return (*self._remoting_failure(lc, start, t, mode, exc), printed)
 
-    def _grpc_failure(self, lc: Lifecycle, t: int) -> tuple[ConsumeOutcome, int]:
-        if lc.kind != "exception":
+    def _grpc_failure(self, lc: Lifecycle, t: int, mode: str, exc: Throwable | None) -> tuple[ConsumeOutcome, int]:
+        if mode != "exception" or exc is None:
             return ConsumeOutcome.RECONSUME_LATER, trace.CONTEXT_FAILED
         g, inst = lc.group, lc.inst
-        exc, frames = business_exception(lc)
         mq = java.grpc_message_queue_to_string(self.topo.broker_of(g).name, lc.msg.topic, lc.msg.queue_id)
         self.writer.client_line(
             inst, t, "ERROR", GRPC_CONSUME_TASK, thread_of(lc),
             fill(statements.G_LISTENER_EXCEPTION.template, inst.client_id, mq, lc.msg.uniq_key),
-            layouts.java_stack(exc, frames),
+            print_stack_trace(exc),
         )  # fmt: skip
         return ConsumeOutcome.EXCEPTION, trace.CONTEXT_EXCEPTION
 
-    def _spring_failure(self, lc: Lifecycle, t: int) -> tuple[ConsumeOutcome, int]:
+    def _spring_failure(self, lc: Lifecycle, t: int, exc: Throwable) -> tuple[ConsumeOutcome, int]:
         g = lc.group
-        exc, frames = business_exception(lc)
         self.writer.spring_line(
             lc.inst, t, "WARN", layouts.SPRING_CONTAINER_LOGGER, thread_of(lc),
             fill(statements.S_CONSUME_FAILED.template, lc.msg.uniq_key, lc.msg.topic, lc.client_r),
-            layouts.java_stack(exc, frames),
+            print_stack_trace(exc),
         )  # fmt: skip
         return (ConsumeOutcome.SUSPEND if g.orderly else ConsumeOutcome.RECONSUME_LATER), trace.CONTEXT_FAILED
 
-    def _remoting_failure(self, lc: Lifecycle, start: int, t: int) -> tuple[ConsumeOutcome, int]:
-        """The 4.x/5.x consume services: L-C1 for a thrown exception, then L-C3 (orderly) or L-C2."""
+    def _remoting_failure(
+        self, lc: Lifecycle, start: int, t: int, mode: str, exc: Throwable | None
+    ) -> tuple[ConsumeOutcome, int]:
+        """The 4.x/5.x consume services: L-C1 for a thrown exception, then L-C3 (orderly) or L-C2. L-C1 names the
+        exception with ``RemotingHelper.exceptionSimpleDesc``: its ``toString()`` and top frame (a message with
+        line ends breaks that line, as it does in real files)."""
         g, inst = lc.group, lc.inst
         thread = thread_of(lc)
         ext, mq = self.rendered(lc, start)
         msgs = java.message_list_to_string([ext])
         fq = C_CMOS if g.orderly else (C_POP if g.policy.consume_mode is ConsumeMode.POP else C_CMCS)
         line = self.writer.client_line
-        if lc.kind == "exception":
-            exc, frames = business_exception(lc)
-            desc = f"{exc}, {frames[0]}"
+        if mode == "exception" and exc is not None:
+            desc = f"{exc}, {exc.frames[0]}"
             line(
                 inst, t, "WARN", fq, thread,
-                fill(statements.L_C1.template, desc, g.name, msgs, mq), layouts.java_stack(exc, frames),
+                fill(statements.L_C1.template, desc, g.name, msgs, mq), print_stack_trace(exc),
             )  # fmt: skip
         if g.orderly:
             line(inst, t, "WARN", C_CMOS, thread, fill(statements.L_C3.template, g.name, msgs, mq))
             code = {"exception": trace.CONTEXT_EXCEPTION, "null": trace.CONTEXT_RETURNNULL}.get(
-                lc.kind, trace.CONTEXT_FAILED
+                mode, trace.CONTEXT_FAILED
             )
             return ConsumeOutcome.SUSPEND, code
-        if lc.kind in ("exception", "null"):
+        if mode in ("exception", "null"):
             line(inst, t, "WARN", fq, thread, fill(statements.L_C2.template, g.name, msgs, mq))
-        if lc.kind == "exception":
+        if mode == "exception":
             return ConsumeOutcome.EXCEPTION, trace.CONTEXT_EXCEPTION
-        if lc.kind == "null":
+        if mode == "null":
             return ConsumeOutcome.RETURN_NULL, trace.CONTEXT_RETURNNULL
         return ConsumeOutcome.RECONSUME_LATER, trace.CONTEXT_FAILED
 

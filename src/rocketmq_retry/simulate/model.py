@@ -105,6 +105,7 @@ class Message:
     producer: Producer
     born_ts: int
     stored: world.StoredCopy | None = None
+    poison: str = ""  # the poison cause the body was published with (scenario ``poison_cause``), else ""
 
 
 @dataclass
@@ -126,6 +127,11 @@ class Lifecycle:
     dlq: world.StoredCopy | None = None
     send_back_faults: int = 0
     timeouts: int = 0
+    # per delivery, aligned with ``deliveries``: (true kind, cause name, incident id, exception class and root cause
+    # class the client logged, "" when it logged none) of a failure; kind "other" for a failure of the behaviour mix
+    # or a timeout, "" for a success or a pending delivery
+    failures: list[tuple[str, str, str, str, str]] = field(default_factory=list)
+    throttled: bool = False  # its first delivery was refused by a throttling listener: the next one succeeds
 
 
 def owned_queues(g: GroupRun, inst: Instance) -> list[int]:

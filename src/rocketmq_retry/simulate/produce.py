@@ -37,6 +37,7 @@ class Publishing(Part):
         """``--messages`` per date, each date shaped alike; message numbers run on across dates (business keys
         stay unique), order ids restart per date (they carry it)."""
         topics = sorted({g.scenario.topic for g in self.topo.groups})
+        extra = self.s.messages * len(days)  # burst messages are numbered after every date's regular ones
         for index, (day, day_start, day_end) in enumerate(days):
             span = day_end - day_start
             for i in range(self.s.messages):
@@ -48,6 +49,23 @@ class Publishing(Part):
                 late = self.rng.random() < 0.03
                 frac = 0.998 + 0.002 * u if late else (u + 0.35 * _bump(self.rng.random())) / 1.35
                 self.loop.at(day_start + int(frac * span), self._publish, topic, n, day, i)
+            extra = self._schedule_bursts(day, day_start, extra)
+
+    def _schedule_bursts(self, day: _dt.date, day_start: int, n: int) -> int:
+        """A throttling group's traffic burst (scenario ``throttle.burst``): that many more messages a minute on
+        its topic inside the window, numbered from ``n``; returns the next number."""
+        for g in self.topo.groups:
+            w = g.scenario.throttle
+            if w is None or w.burst <= 0:
+                continue
+            lo = day_start + w.start_minute * 60_000
+            count = int(w.burst * w.minutes)
+            for k in range(count):
+                at = lo + int((k + self.rng.random()) * w.minutes * 60_000 / count)
+                # order ids of a date are ORD-<yymmdd><5 digits>: the burst's follow the date's regular ones
+                self.loop.at(at, self._publish, g.scenario.topic, n, day, self.s.messages + k)
+                n += 1
+        return n
 
     def _publish(self, topic: str, n: int, day: _dt.date, i: int) -> None:
         p = self.topo.producers[topic]
@@ -79,7 +97,14 @@ class Publishing(Part):
             "currency": "CNY",
             "event": topic.lower(),
         }
-        body = json.dumps(payload, separators=(",", ":")).encode("utf-8")
+        poison = self._poison(topic)
+        if poison:
+            payload = _poisoned(payload, poison)
+        body = (
+            ";".join(f"{k}={v}" for k, v in payload.items())
+            if poison == "json"
+            else json.dumps(payload, separators=(",", ":"))
+        ).encode("utf-8")
         # the order id travels in the body and in KEYS (a second key when the topic has its own business key)
         keys = order if scen.key_prefix == "ORD" else f"{key} {order}"
         # remoting producers set UNIQ_KEY with MessageClientIDSetter; the gRPC SDK uses its MessageIdCodec ids
@@ -89,7 +114,15 @@ class Publishing(Part):
             if not any(g.orderly for g in self.topo.groups if g.scenario.topic == topic)
             else int(order[-2:]) % world.BUSINESS_QUEUES
         )
-        return Message(uniq, topic, scen.tags, keys, order, body, queue, p, t0 + inst.host.skew_ms)
+        return Message(uniq, topic, scen.tags, keys, order, body, queue, p, t0 + inst.host.skew_ms, poison=poison)
+
+    def _poison(self, topic: str) -> str:
+        """The poison cause this message is published with ("" for a good one): drawn only for a topic one of whose
+        groups declares ``poison`` (the first such group's share and cause)."""
+        group = next((g for g in self.topo.groups if g.scenario.topic == topic and g.scenario.poison > 0), None)
+        if group is None:
+            return ""
+        return group.scenario.poison_cause if self.rng.random() < group.scenario.poison else ""
 
     def _send_plan(self, p: Producer, t0: int) -> SendPlan:
         """Each attempt's result (``--producer-fault-rate``), then the engine's plan of the producer's retries."""
@@ -174,6 +207,17 @@ class Publishing(Part):
             targets = g.instances if g.broadcasting else [g.instances[msg.queue_id % len(g.instances)]]
             for inst in targets:
                 self.consumer.start_lifecycle(g, inst, msg, copy)
+
+
+def _poisoned(payload: dict[str, object], cause: str) -> dict[str, object]:
+    """The payload as a bad producer sent it: ``json`` (rendered as ``key=value;…`` text, not JSON), ``validation``
+    (a negative amount), ``missing-customer`` (no user)."""
+    out = dict(payload)
+    if cause == "validation":
+        out["amount"] = -float(str(out["amount"]))
+    elif cause == "missing-customer":
+        out["userId"] = None
+    return out
 
 
 def _bump(u: float) -> float:

@@ -44,7 +44,18 @@ Keys per group:
   Default: about 90 s before the date's start (start-up lines dated D-1 23:58);
 - ``delay_level``: ``ConsumeConcurrentlyContext.delayLevelWhenNextConsume`` the listener sets;
 - ``behaviour``, ``failure_kinds``: weights (see ``BEHAVIOURS``, ``FAILURE_KINDS``); ``share``: the fraction of
-  the topic's messages the group receives.
+  the topic's messages the group receives;
+- ``outages``: windows in which the group's downstream dependency is down, each ``{start: "HH:MM", minutes: M,
+  cause: C}`` (local time in the config's timezone, on every date of the run; ``cause`` one of
+  ``exceptions.OUTAGE_CAUSES``): every delivery that starts inside fails with that exception, whatever the
+  behaviour says; after the window the behaviour decides again;
+- ``poison``: the share of the topic's messages that are bad for this group, and ``poison_cause`` (one of
+  ``exceptions.POISON_CAUSES``, default ``validation``): such a message is published bad (``json``: a body that is
+  not JSON; ``validation``: a negative amount; ``missing-customer``: no user) and fails on every delivery;
+- ``throttle``: ``{start: "HH:MM", minutes: M, share: S, burst: B, raise: false}``: a traffic burst (B more messages
+  a minute on the topic, default 0) during which the listener refuses about S (default 0.5) of the first
+  deliveries, returning ``RECONSUME_LATER`` (or, with ``raise: true`` and always for Spring, throwing a
+  ``RateLimitExceededException``); each refused message is consumed on its first retry.
 """
 
 from __future__ import annotations
@@ -62,6 +73,8 @@ from rocketmq_retry.logformats.java import SPRING_BUNDLED_CLIENT, parse_version
 from rocketmq_retry.logformats.layouts import SPRING_PATTERNS
 
 BEHAVIOURS = ("ok", "always", "sometimes", "until")
+OUTAGE_CAUSES = ("db-connection-refused", "http-connection-refused", "http-read-timeout")  # exceptions.py
+POISON_CAUSES = ("json", "validation", "missing-customer")
 FAILURE_KINDS = ("later", "exception", "null")
 APPS = ("plain", "spring")
 COLLECT = ("whole", "daily")
@@ -124,6 +137,18 @@ class Settings:
 
 
 @dataclass(frozen=True)
+class Window:
+    """A daily window (local time of the config's timezone): an outage, or a throttling burst."""
+
+    start_minute: int  # minutes after local midnight
+    minutes: float
+    cause: str = ""  # outages: one of OUTAGE_CAUSES
+    share: float = 0.5  # throttling: refused share of the first deliveries
+    burst: int = 0  # throttling: extra messages a minute on the topic
+    raises: bool = False  # throttling: throw instead of returning RECONSUME_LATER
+
+
+@dataclass(frozen=True)
 class GroupScenario:
     """The listener side of one consumer group (what the simulator decides; the engine decides the rest)."""
 
@@ -142,6 +167,10 @@ class GroupScenario:
     client_version: str | None = None  # remoting client library; None: config, spring_version's, broker's
     spring_version: str | None = None  # rocketmq-spring release; None: from the client version
     started_days_before: int | None = None  # None: about 90 s before the date's start
+    outages: tuple[Window, ...] = ()
+    poison: float = 0.0  # share of the topic's messages that are poison for this group
+    poison_cause: str = "validation"
+    throttle: Window | None = None
 
 
 _WORD = re.compile(r"[A-Za-z0-9]+")
@@ -179,7 +208,8 @@ def _group_scenario(group: str, spec: Any, where: str) -> GroupScenario:
         raise UserError(f"{where}: expected a mapping")
     known = {
         "topic", "tags", "key_prefix", "app", "instances", "delay_level", "behaviour", "failure_kinds", "share",
-        "application", "spring_pattern", "client_version", "spring_version", "started_days_before",
+        "application", "spring_pattern", "client_version", "spring_version", "started_days_before", "outages",
+        "poison", "poison_cause", "throttle",
     }  # fmt: skip
     unknown = sorted(set(spec) - known)
     if unknown:
@@ -237,6 +267,67 @@ def _group_scenario(group: str, spec: Any, where: str) -> GroupScenario:
         client_version=client_version,
         spring_version=spring_version,
         started_days_before=started,
+        **_failure_keys(spec, where),
+    )
+
+
+def _failure_keys(spec: dict[str, Any], where: str) -> dict[str, Any]:
+    """``outages``, ``poison``, ``poison_cause``, ``throttle`` of a group's spec (only the keys it sets)."""
+    out: dict[str, Any] = {}
+    outages = spec.get("outages")
+    if outages is not None:
+        if not isinstance(outages, list):
+            raise UserError(f"{where}.outages: expected a list of {{start, minutes, cause}}")
+        out["outages"] = tuple(
+            _window(o, f"{where}.outages[{i}]", {"start", "minutes", "cause"}) for i, o in enumerate(outages)
+        )
+        for i, w in enumerate(out["outages"]):
+            if w.cause not in OUTAGE_CAUSES:
+                raise UserError(f"{where}.outages[{i}].cause: expected one of {', '.join(OUTAGE_CAUSES)}")
+    if "poison" in spec:
+        try:
+            poison = float(spec["poison"])
+        except (TypeError, ValueError):
+            raise UserError(f"{where}.poison: expected a share in [0, 1], got {spec['poison']!r}") from None
+        if not 0 <= poison <= 1:
+            raise UserError(f"{where}.poison: expected a share in [0, 1], got {poison}")
+        out["poison"] = poison
+    if "poison_cause" in spec:
+        if spec["poison_cause"] not in POISON_CAUSES:
+            raise UserError(f"{where}.poison_cause: expected one of {', '.join(POISON_CAUSES)}")
+        out["poison_cause"] = spec["poison_cause"]
+    if spec.get("throttle") is not None:
+        w = _window(spec["throttle"], f"{where}.throttle", {"start", "minutes", "share", "burst", "raise"})
+        if not 0 < w.share <= 1 or w.burst < 0:
+            raise UserError(f"{where}.throttle: share must be in (0, 1] and burst >= 0")
+        out["throttle"] = w
+    return out
+
+
+def _window(value: Any, where: str, keys: set[str]) -> Window:
+    if not isinstance(value, dict) or set(value) - keys or not {"start", "minutes"} <= set(value):
+        raise UserError(f"{where}: expected a mapping with start and minutes (keys: {', '.join(sorted(keys))})")
+    start = value["start"]
+    # YAML 1.1 reads an unquoted 10:30 as the sexagesimal integer 630, minutes after midnight already
+    text = f"{start // 60}:{start % 60:02d}" if type(start) is int else str(start)
+    match = re.fullmatch(r"(\d{1,2}):(\d{2})", text)
+    if match is None or int(match.group(1)) > 23 or int(match.group(2)) > 59:
+        raise UserError(f'{where}.start: expected a local time "HH:MM", got {start!r}')
+    try:
+        minutes = float(value["minutes"])
+        share = float(value.get("share", 0.5))
+        burst = int(value.get("burst", 0))
+    except (TypeError, ValueError) as exc:
+        raise UserError(f"{where}: {exc}") from None
+    if minutes <= 0:
+        raise UserError(f"{where}.minutes: expected a positive number of minutes")
+    return Window(
+        start_minute=int(match.group(1)) * 60 + int(match.group(2)),
+        minutes=minutes,
+        cause=str(value.get("cause", "")),
+        share=share,
+        burst=burst,
+        raises=bool(value.get("raise", False)),
     )
 
 

@@ -19,6 +19,7 @@ from rocketmq_retry.logformats import timefmt
 from rocketmq_retry.simulate import world
 from rocketmq_retry.simulate.consume import Consumer
 from rocketmq_retry.simulate.context import SimContext
+from rocketmq_retry.simulate.failures import FailurePlan
 from rocketmq_retry.simulate.loop import EventLoop
 from rocketmq_retry.simulate.minute_stats import MinuteStats
 from rocketmq_retry.simulate.model import GroupRun, Instance, Lifecycle
@@ -59,7 +60,8 @@ class Simulator:
         noise = PeriodicNoise(self.loop, self.rng, self.writer, settings.noise, self.day_start)
         ctx = SimContext(self.loop, self.rng, settings, self.topo, self.writer, self.stats, self.tracer)
         self.startup = Startup(ctx, noise, self.zone, self.day_start)
-        self.consumer = Consumer(ctx)
+        self.plan = FailurePlan(self.topo.groups, self.days)
+        self.consumer = Consumer(ctx, self.plan)
         self.publishing = Publishing(ctx, self.truth, self.consumer)
         self._progress_at = time.monotonic()
 
@@ -93,8 +95,10 @@ class Simulator:
             print(f"simulate: {stamp}Z, {self.sinks.lines} lines written", file=sys.stderr, flush=True)
 
     def finish_truth(self) -> None:
+        self.truth.windows = {i.incident_id: i for i in self.plan.incidents}
         for lc in self.lifecycles:
             self.truth.lifecycle(lc, self.topo.broker_of(lc.group))
+        self.truth.incidents_of(self.plan.incidents, self.lifecycles)
 
     @property
     def multi_day(self) -> bool:

@@ -4,6 +4,7 @@
 - ``lifecycles.csv``: one row per (consumer group, instance, message): deliveries, final state, hop times;
   ``client_host`` is the instance's host (shared by the groups of one ``application``, named in ``application``);
 - ``hops.csv``: one row per delivery and per engine decision after a failed delivery;
+- ``incidents.csv``: one row per outage window of a group (scenario ``outages``) on a date of the run;
 - a run over several dates (``--days``, ``--collect daily``) adds ``lifecycles_by_date.csv`` and
   ``dead_letters_by_date.csv`` (:mod:`rocketmq_retry.simulate.truth_dates`).
 
@@ -18,6 +19,9 @@ import pathlib
 from collections.abc import Sequence
 from typing import Any
 
+from rocketmq_retry.contract import MIXED, OUTAGE
+from rocketmq_retry.simulate.failures import OTHER
+
 PUBLISH_COLUMNS = (
     "msg_id", "topic", "keys", "tags", "order_id", "producer_group", "published_at", "published_at_ms",
     "send_attempts", "final_state",
@@ -28,7 +32,12 @@ LIFECYCLE_COLUMNS = (
     "origin_offset_msg_id", "body", "behaviour", "failure_kind", "delay_level_override", "published_at",
     "deliveries", "final_state", "final_at", "final_at_ms", "dlq_topic", "dlq_offset_msg_id", "dlq_reconsume_times",
     "delivery_times", "delivery_reconsume_times", "delivery_outcomes", "hop_actions", "hop_delay_levels",
-    "send_back_faults", "timeouts", "application",
+    "send_back_faults", "timeouts", "application", "true_kind", "incident_id", "incident_start_ms",
+    "incident_end_ms", "true_cause", "exception_class", "root_cause_class", "delivery_kinds",
+)  # fmt: skip
+INCIDENT_COLUMNS = (
+    "consumer_group", "incident_id", "cause", "exception_class", "root_cause_class", "start", "start_ms", "end",
+    "end_ms", "messages", "failures", "dead_letters",
 )  # fmt: skip
 HOP_COLUMNS = (
     "lifecycle_id", "consumer_group", "msg_id", "seq", "kind", "at", "at_ms", "reconsume_times", "outcome",
@@ -48,6 +57,8 @@ class Truth:
         self.lifecycles: list[tuple[Any, ...]] = []
         self.hops: list[tuple[Any, ...]] = []
         self.opened: dict[int, int] = {}  # lifecycle id -> when its business copy was stored (true ms)
+        self.incidents: list[tuple[Any, ...]] = []
+        self.windows: dict[str, Any] = {}  # incident id -> failures.Incident, set before the lifecycles are written
 
     def publish(
         self,
@@ -83,6 +94,7 @@ class Truth:
                 ";".join(d[2] or "PENDING" for d in lc.deliveries), ";".join(h["action"] for h in lc.hops),
                 ";".join("" if h["delay_level"] is None else str(h["delay_level"]) for h in lc.hops),
                 lc.send_back_faults, lc.timeouts, g.run.name if g.run is not None else "",
+                *_kind_columns(lc, self.windows),
             )
         )  # fmt: skip
         events: list[tuple[int, int, tuple[Any, ...]]] = []
@@ -106,8 +118,47 @@ class Truth:
                 ("publishes.csv", PUBLISH_COLUMNS, self.publishes),
                 ("lifecycles.csv", LIFECYCLE_COLUMNS, self.lifecycles),
                 ("hops.csv", HOP_COLUMNS, self.hops),
+                ("incidents.csv", INCIDENT_COLUMNS, self.incidents),
             )
         ]
+
+    def incidents_of(self, incidents: Sequence[Any], lifecycles: Sequence[Any]) -> None:
+        """One row per planned outage window (``failures.Incident``), with what it did: distinct messages that failed
+        in it, those failures, and the messages it dead-lettered (their last failure was in it)."""
+        hit: dict[str, list[Any]] = {}
+        for lc in lifecycles:
+            for inc in dict.fromkeys(f[2] for f in lc.failures if f[2]):
+                hit.setdefault(inc, []).append(lc)
+        for inc in incidents:
+            lcs = hit.get(inc.incident_id, [])
+            failures = [f for lc in lcs for f in lc.failures if f[2] == inc.incident_id]
+            dead = sum(1 for lc in lcs if lc.dlq is not None and _last_failure(lc)[2] == inc.incident_id)
+            self.incidents.append(
+                (inc.group, inc.incident_id, inc.cause, failures[0][3] if failures else "",
+                 failures[0][4] if failures else "", iso(inc.start_ms), inc.start_ms, iso(inc.end_ms), inc.end_ms,
+                 len(lcs), len(failures), dead)
+            )  # fmt: skip
+
+
+def _last_failure(lc: Any) -> tuple[str, ...]:
+    return next((f for f in reversed(lc.failures) if f[0]), ("", "", "", "", ""))
+
+
+def _kind_columns(lc: Any, windows: dict[str, Any]) -> tuple[Any, ...]:
+    """``true_kind`` (contract FAILURE_KINDS, or "" for a lifecycle that never failed or failed only otherwise),
+    its outage's incident and window, the cause name and the exception and root cause classes logged with its last
+    planned failure (empty when the listener threw nothing),
+    and the kind of each delivery (aligned with ``delivery_times``: "" for a success, ``other`` for a failure of
+    the behaviour mix or a timeout)."""
+    kinds = {f[0] for f in lc.failures if f[0]}
+    planned = kinds - {OTHER}
+    kind = "" if not planned else (MIXED if len(kinds) > 1 else next(iter(planned)))
+    last = next((f for f in reversed(lc.failures) if f[0] and f[0] != OTHER), ("", "", "", "", ""))
+    window = windows.get(last[2]) if last[0] == OUTAGE else None
+    return (
+        kind, last[2] if window else "", window.start_ms if window else "", window.end_ms if window else "",
+        last[1], last[3], last[4], ";".join(f[0] for f in lc.failures),
+    )  # fmt: skip
 
 
 def write_csv(path: pathlib.Path, columns: Sequence[str], rows: Sequence[tuple[Any, ...]]) -> pathlib.Path:
