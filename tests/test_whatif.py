@@ -145,7 +145,7 @@ def build(base: pathlib.Path) -> dict[str, pathlib.Path]:
             "failures": [
                 fail("B", 2, f"{D2}T00:00:10", **OUT),
                 *(fail("P", r, f"{D2}T11:00:{s}", kind=contract.POISON) for r, s in ((0, "00"), (1, "10"), (2, "40"))),
-                fail("U", 0, f"{D2}T12:00:00", cause=next(iter(contract.CAUSE_CODES))),
+                fail("U", 0, f"{D2}T12:00:00", cause=contract.CauseCode.RETURNED_NULL),
                 fail("X", 0, f"{D2}T13:00:00"),
             ],
             "dead_letters": [
@@ -390,7 +390,7 @@ def test_a_consume_timeout_is_sent_back_at_level_3_every_time() -> None:
     whole 4 h 45 min 40 s schedule: the failure's cause reaches the engine."""
     policy = parse_config({"timezone": "UTC"}).group_policy("G")
     ends = {}
-    for name, cause in (("timeout", list(contract.CAUSE_CODES)[2]), ("exception", FP)):
+    for name, cause in (("timeout", contract.CauseCode.CONSUME_TIMEOUT), ("exception", FP)):
         message = ObservedMessage(name, "T", at(f"{D1}T10:00:00"), None, 17, contract.DEAD_LETTERED, contract.POISON,
                                   None, None, (ObservedFailure(0, at(f"{D1}T10:00:00"), cause),))  # fmt: skip
         w = replay(_observation([message], {}, f"{D1}T23:00:00"), policy, policy)

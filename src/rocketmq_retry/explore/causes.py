@@ -34,12 +34,15 @@ from rocketmq_retry.logformats.timefmt import day_bounds_ms
 if TYPE_CHECKING:
     from rocketmq_retry.explore.warehouse import Explorer
 
-# The contract's enumerations by name (their order is the contract's; a value added there fails this unpacking).
-SAFE, OUTAGE_OPEN, WILL_FAIL_AGAIN, REVIEW = contract.REDRIVE_ADVICE
-OPEN, ENDED = contract.INCIDENT_STATES
-# The cause code for "the evidence does not say why" is spelled as the contract's UNKNOWN.
-UNKNOWN_CAUSE = contract.UNKNOWN
-assert UNKNOWN_CAUSE in contract.CAUSE_CODES
+# The contract's enumerations by name.
+SAFE, OUTAGE_OPEN, WILL_FAIL_AGAIN, REVIEW = (
+    contract.SAFE,
+    contract.OUTAGE_OPEN,
+    contract.WILL_FAIL_AGAIN,
+    contract.REVIEW,
+)
+OPEN, ENDED = contract.OPEN, contract.ENDED
+UNKNOWN_CAUSE = contract.CauseCode.UNKNOWN
 
 TOP_CAUSES = 5  # causes the overview leads with
 MAX_SAFE_SETS = 5  # ended outages offered for a re-drive on one dead-letter page

@@ -28,21 +28,15 @@ from rocketmq_retry.whatif.model import (
 
 # failures.cause -> the outcome the engine is told. Only two change a path: a consume timeout is sent back at
 # level 3 by ProcessQueue#cleanExpiredMsg (§1.6), a null result skips the gRPC FIFO consumer's local retries
-# (§5.3). A fingerprint (an exception) and every other code is a plain failure. Keyed in CAUSE_CODES' order
-# (tests/test_whatif.py pins each code's outcome by name).
-OUTCOME_OF_CAUSE: dict[str, ConsumeOutcome] = dict(
-    zip(
-        contract.CAUSE_CODES,
-        (
-            ConsumeOutcome.RETURN_NULL,  # the listener returned null
-            ConsumeOutcome.RECONSUME_LATER,
-            ConsumeOutcome.TIMEOUT,  # longer than consumeTimeout
-            ConsumeOutcome.RECONSUME_LATER,  # a POP / SimpleConsumer delivery not acked in time
-            ConsumeOutcome.RECONSUME_LATER,  # unknown
-        ),
-        strict=True,
-    )
-)
+# (§5.3). A fingerprint (an exception) and every other code is a plain failure.
+_Code = contract.CauseCode
+OUTCOME_OF_CAUSE: dict[str, ConsumeOutcome] = {
+    _Code.RETURNED_NULL: ConsumeOutcome.RETURN_NULL,
+    _Code.RECONSUME_LATER: ConsumeOutcome.RECONSUME_LATER,
+    _Code.CONSUME_TIMEOUT: ConsumeOutcome.TIMEOUT,  # longer than consumeTimeout
+    _Code.INVISIBLE_TIME_EXPIRED: ConsumeOutcome.RECONSUME_LATER,  # a POP / SimpleConsumer delivery not acked
+    _Code.UNKNOWN: ConsumeOutcome.RECONSUME_LATER,
+}
 _GAVE_UP = (contract.DEAD_LETTERED, contract.DROPPED)  # the observed policy stopped delivering it
 
 # why a message is not replayed, with the words the result prints

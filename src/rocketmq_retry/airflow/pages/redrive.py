@@ -24,7 +24,7 @@ MAX_FORM_FIELDS = MAX_REDRIVE + 10
 REDRIVABLE = tuple(sorted(REOPENABLE))  # ledger states the re-drive DAG reopens (never DONE)
 # dead_letters.redrive_advice of a poison message (docs/causes.md "Poison messages"): re-driving it fails again
 # (the contract's advice in its order, as explore/causes.py names them)
-_SAFE, _OUTAGE_OPEN, WILL_FAIL_AGAIN, _REVIEW = contract.REDRIVE_ADVICE
+WILL_FAIL_AGAIN = contract.WILL_FAIL_AGAIN
 # The form field that says the operator saw the poison rows of the selection and re-drives them anyway.
 CONFIRM_FIELD, CONFIRM_POISON = "poison", "confirm"
 
