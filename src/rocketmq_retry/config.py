@@ -366,7 +366,7 @@ class CausesConfig(_Strict):
 
     # The thresholds of docs/causes.md's rules (incidents, poison messages, retry used as flow control).
     incident_gap: str = Field(
-        "5m", description="Failures of one group with one cause closer than this are one window (docs/causes.md)."
+        "15m", description="Failures of one group with one cause closer than this are one window (docs/causes.md)."
     )
     outage_min_messages: int = Field(
         5, gt=0, description="Distinct messages failing with one cause in a window that make it an incident."

@@ -5,6 +5,7 @@ and the attempt plan; each threshold is a ``causes.*`` key, each kind names the 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from pyspark.sql import Column, DataFrame, Window
@@ -29,20 +30,50 @@ class Kinds:
     incidents: DataFrame  # the incidents table's columns (every incident, of D or not) + started_ms, last_ms
 
 
-def attempt_times(plan: DataFrame, failures: DataFrame) -> DataFrame:
-    """Every attempt with a known outcome: ``at`` (the failure's time, else the consumption's, else when it was
-    due) and ``failed``."""
+def attempt_times(plan: DataFrame, failures: DataFrame, fates: DataFrame) -> DataFrame:
+    """Every delivery with a known outcome: ``at`` (the failure's time, else the consumption's, else when it was
+    due; a first delivery of a silent consumption, when it was published) and ``failed``. A lifecycle consumed
+    silently after its last failure (its retry's success is logged nowhere, docs/reconstruction.md "Final
+    states") gets that consumption at the time its redelivery was due."""
     done = plan.where(F.col("outcome").isNotNull()).select(
         *KEY,
         "attempt",
         (F.col("outcome") == HopState.FAILED).alias("failed"),
         F.coalesce("ok_at", "seen_at", "prev_next_expected_ms").cast("long").alias("_at"),
     )
-    return (
+    first = fates.select(*KEY, F.col("first_ms").alias("_first"))
+    done = (
         done.join(failures.select(*KEY, "attempt", "failed_ms"), [*KEY, "attempt"], "left")
-        .withColumn("at", F.coalesce("failed_ms", "_at"))
-        .drop("failed_ms", "_at")
+        .join(first, KEY, "left")
+        .withColumn("at", F.coalesce("failed_ms", "_at", F.when(F.col("attempt") == 0, F.col("_first"))))
+        .select(*KEY, "attempt", "failed", "at")
     )
+    silent = (
+        fates.where((F.col("final_state") == C.CONSUMED) & F.col("last_next_expected_ms").isNotNull())
+        .join(done.where(~F.col("failed")), KEY, "left_anti")
+        .select(
+            *KEY,
+            (F.col("last_attempt") + 1).cast("int").alias("attempt"),
+            F.lit(False).alias("failed"),
+            F.col("last_next_expected_ms").cast("long").alias("at"),
+        )
+    )
+    return done.unionByName(silent).where(F.col("at").isNotNull())
+
+
+def _minute(t: Column) -> Column:
+    return (F.floor(t / _MINUTE_MS) * _MINUTE_MS).cast("long")
+
+
+def minute_stats(times: DataFrame) -> DataFrame:
+    """Per (group, minute_ms): deliveries and failed deliveries."""
+    return times.groupBy("consumer_group", _minute(F.col("at")).alias("minute_ms")).agg(
+        F.count(F.lit(1)).alias("n"), F.sum(F.col("failed").cast("int")).alias("n_failed")
+    )
+
+
+def _minutes_between(start: Column, end: Column) -> Column:
+    return F.explode(F.sequence(_minute(start), _minute(end), F.lit(_MINUTE_MS).cast("long")))
 
 
 def _sessions(df: DataFrame, by: tuple[str, ...], t: str, gap_ms: int) -> DataFrame:
@@ -53,34 +84,65 @@ def _sessions(df: DataFrame, by: tuple[str, ...], t: str, gap_ms: int) -> DataFr
 
 
 def incidents_of(failures: DataFrame, times: DataFrame, cfg: CausesConfig, horizon_ms: int) -> DataFrame:
-    """Rule ``outage-window``: per group and cause, windows of failures closer than ``incident_gap`` in which at
-    least ``outage_min_messages`` distinct messages failed while the group's failed share of deliveries was at
-    least ``outage_failure_share``. Ended when the group consumed a message after the last failure and that
-    failure is older than ``incident_gap`` at the end of observation."""
+    """Rule ``outage-window``: per group and cause, windows of failures closer than ``incident_gap`` (and windows
+    with no consumption of the group between them: a low-traffic group fails seldom, but recovers not at all until
+    the dependency is back) in which at least ``outage_min_messages`` distinct messages failed while the group's
+    failed share of deliveries was at least ``outage_failure_share``. Ended when the group consumed a message
+    after the last failure and that failure is older than ``incident_gap`` at the end of observation."""
     gap = cfg.incident_gap_ms
+    stats = minute_stats(times)
     known = failures.where(F.col("failed_ms").isNotNull() & (F.col("cause") != _UNKNOWN_CAUSE))
-    windows = (
-        _sessions(known, ("consumer_group", "cause"), "failed_ms", gap)
-        .groupBy("consumer_group", "cause", "session")
+    by_cause = ("consumer_group", "cause")
+    runs = (
+        _sessions(known, by_cause, "failed_ms", gap)
+        .groupBy(*by_cause, "session")
         .agg(
             F.min("failed_ms").alias("started_ms"),
             F.max("failed_ms").alias("last_ms"),
             F.count(F.lit(1)).alias("failures"),
-            F.size(F.collect_set("msg_id")).alias("messages"),
+            F.collect_set("msg_id").alias("msgs"),
+        )
+        .withColumn("next_ms", F.lead("started_ms").over(Window.partitionBy(*by_cause).orderBy("session")))
+    )
+    # the group's consumptions in the whole minutes between a run and the next
+    between = (
+        runs.where(F.col("next_ms").isNotNull())
+        .select(
+            *by_cause,
+            "session",
+            _minutes_between(F.col("last_ms") + _MINUTE_MS, F.col("next_ms") - _MINUTE_MS).alias("minute_ms"),
+        )
+        .where(F.col("minute_ms") > F.col("last_ms"))
+        .join(stats, ["consumer_group", "minute_ms"])
+        .groupBy(*by_cause, "session")
+        .agg(F.sum(F.col("n") - F.col("n_failed")).alias("ok_between"))
+    )
+    order = Window.partitionBy(*by_cause).orderBy("session")
+    joins_next = F.col("next_ms").isNotNull() & (F.coalesce(F.col("ok_between"), F.lit(0)) == 0)
+    runs = runs.join(between, [*by_cause, "session"], "left").withColumn("_joins", joins_next)
+    starts = F.coalesce(~F.lag("_joins").over(order), F.lit(True)).cast("int")
+    runs = runs.withColumn("window", F.sum(starts).over(order.rowsBetween(Window.unboundedPreceding, 0)))
+    windows = (
+        runs.groupBy(*by_cause, F.col("window").alias("session"))
+        .agg(
+            F.min("started_ms").alias("started_ms"),
+            F.max("last_ms").alias("last_ms"),
+            F.sum("failures").alias("failures"),
+            F.size(F.array_distinct(F.flatten(F.collect_list("msgs")))).alias("messages"),
         )
         .where(F.col("messages") >= cfg.outage_min_messages)
     )
-    t = times.alias("t")
+    # the group's failed share of deliveries over the window's minutes
     share = (
-        F.broadcast(windows)
-        .alias("w")
-        .join(
-            t,
-            (F.col("w.consumer_group") == F.col("t.consumer_group"))
-            & F.col("t.at").between(F.col("w.started_ms"), F.col("w.last_ms")),
+        windows.select(
+            "consumer_group",
+            "cause",
+            "session",
+            _minutes_between(F.col("started_ms"), F.col("last_ms")).alias("minute_ms"),
         )
-        .groupBy("w.consumer_group", "w.cause", "w.session")
-        .agg((F.sum(F.col("t.failed").cast("int")) / F.count(F.lit(1))).alias("failure_share"))
+        .join(stats, ["consumer_group", "minute_ms"])
+        .groupBy("consumer_group", "cause", "session")
+        .agg((F.sum("n_failed") / F.sum("n")).alias("failure_share"))
     )
     found = windows.join(share, ["consumer_group", "cause", "session"]).where(
         F.col("failure_share") >= cfg.outage_failure_share
@@ -160,10 +222,21 @@ def flow_control_lifecycles(failures: DataFrame, times: DataFrame, cfg: CausesCo
     )
 
 
-def poison_lifecycles(failures: DataFrame, times: DataFrame, fates: DataFrame, cfg: CausesConfig) -> DataFrame:
-    """Rule ``poison-every-delivery``: every delivery with a known outcome failed, at least ``poison_min_deliveries``
-    times, all with one established cause, none of them in an incident (``failures`` carries ``incident_id``), and
-    the message was not consumed (``fates``: KEY, final_state). Returns KEY."""
+def poison_lifecycles(
+    failures: DataFrame, times: DataFrame, fates: DataFrame, incidents: DataFrame, cfg: CausesConfig
+) -> DataFrame:
+    """Rule ``poison-every-delivery`` (docs/causes.md "Poison messages"): every delivery with a known outcome failed,
+    at least ``poison_min_deliveries`` times, all with one exception (a code such as RECONSUME_LATER says nothing
+    of the message), the message was not consumed (``fates``: KEY, final_state), and
+
+    - the cause is the message's own: none of its failures is in, or within ``incident_gap`` of, an incident of
+      that cause (``incidents``), and no message of the group that failed with it was consumed later (a cause
+      messages recover from is transient);
+    - the group otherwise succeeded: within ``incident_gap`` of its failures, the group's other deliveries include
+      a consumption and fail less often than ``outage_failure_share`` (a dependency that is down fails every
+      message; bad data fails one).
+
+    Returns KEY."""
     outcomes = times.groupBy(*KEY).agg(
         F.count(F.lit(1)).alias("n_known"), F.max((~F.col("failed")).cast("int")).alias("any_ok")
     )
@@ -173,7 +246,7 @@ def poison_lifecycles(failures: DataFrame, times: DataFrame, fates: DataFrame, c
         F.max("cause").alias("cause"),
         F.max(F.col("incident_id").isNotNull().cast("int")).alias("in_incident"),
     )
-    return (
+    candidates = (
         per_life.join(outcomes, KEY)
         .join(fates.where(F.col("final_state") == C.CONSUMED), KEY, "left_anti")
         .where(
@@ -181,18 +254,59 @@ def poison_lifecycles(failures: DataFrame, times: DataFrame, fates: DataFrame, c
             & (F.col("n_fail") == F.col("n_known"))
             & (F.col("any_ok") == 0)
             & (F.col("n_causes") == 1)
-            & (F.col("cause") != _UNKNOWN_CAUSE)
+            & ~F.col("cause").isin(*C.CauseCode)
             & (F.col("in_incident") == 0)
         )
+        .select(*KEY, "cause")
+    )
+    gap = cfg.incident_gap_ms
+    consumed = fates.where(F.col("final_state") == C.CONSUMED).select(*KEY)
+    transient = failures.join(consumed, KEY, "left_semi").select("consumer_group", "cause").distinct()
+    windows = F.broadcast(
+        incidents.select("consumer_group", F.col("fingerprint").alias("cause"), "started_ms", "last_ms")
+    )
+    near_incident = (
+        failures.join(candidates, [*KEY, "cause"], "left_semi")
+        .join(windows, ["consumer_group", "cause"])
+        .where(F.col("failed_ms").between(F.col("started_ms") - gap, F.col("last_ms") + gap))
         .select(*KEY)
     )
+    candidates = (
+        candidates.join(transient, ["consumer_group", "cause"], "left_anti")
+        .join(near_incident, KEY, "left_anti")
+        .select(*KEY)
+    )
+    # the minutes around each candidate's failures, and what the group's other lifecycles did in them
+    around = (
+        failures.join(candidates, KEY, "left_semi")
+        .select(*KEY, _minutes_between(F.col("failed_ms") - gap, F.col("failed_ms") + gap).alias("minute_ms"))
+        .distinct()
+    )
+    others = minute_stats(times.join(candidates, KEY, "left_anti"))
+    quiet = (
+        around.join(others, ["consumer_group", "minute_ms"])
+        .groupBy(*KEY)
+        .agg((F.sum("n_failed") / F.sum("n")).alias("share"), (F.sum("n") - F.sum("n_failed")).alias("n_ok"))
+        .where((F.col("share") < cfg.outage_failure_share) & (F.col("n_ok") > 0))
+    )
+    return candidates.join(quiet, KEY, "left_semi")
 
 
-def kinds_of(failures: DataFrame, plan: DataFrame, fates: DataFrame, cfg: CausesConfig, horizon_ms: int) -> Kinds:
-    """Every failure's and lifecycle's kind (docs/causes.md "Kinds") and the incidents; ``fates``: KEY and each
-    lifecycle's final_state."""
-    times = attempt_times(plan, failures)
-    incidents = incidents_of(failures, times, cfg, horizon_ms)
+def kinds_of(
+    failures: DataFrame,
+    plan: DataFrame,
+    fates: DataFrame,
+    cfg: CausesConfig,
+    horizon_ms: int,
+    keep: Callable[[DataFrame], DataFrame] = lambda df: df,
+) -> Kinds:
+    """Every failure's and lifecycle's kind (docs/causes.md "Kinds") and the incidents; ``fates``: per lifecycle
+    its final_state, first_ms, last_attempt and last_next_expected_ms. ``keep`` materialises the frames each rule
+    reads several times (the job checkpoints them: planning the rules over their whole lineage, repeated in every
+    join, costs more than the rules)."""
+    failures = keep(failures)
+    times = keep(attempt_times(plan, failures, fates))
+    incidents = keep(incidents_of(failures, times, cfg, horizon_ms))
     windows = F.broadcast(incidents.select("consumer_group", "fingerprint", "incident_id", "started_ms", "last_ms"))
     in_incident = (
         failures.alias("f")
@@ -204,9 +318,9 @@ def kinds_of(failures: DataFrame, plan: DataFrame, fates: DataFrame, cfg: Causes
         )
         .select(*(F.col(f"f.{k}") for k in KEY), F.col("f.attempt"), F.col("i.incident_id"))
     )
-    f = failures.join(in_incident, [*KEY, "attempt"], "left")
+    f = keep(failures.join(in_incident, [*KEY, "attempt"], "left"))
     flow = flow_control_lifecycles(f, times, cfg).withColumn("_flow", F.lit(True))
-    poison = poison_lifecycles(f, times, fates, cfg).withColumn("_poison", F.lit(True))
+    poison = poison_lifecycles(f, times, fates, incidents, cfg).withColumn("_poison", F.lit(True))
     kind = (
         F.when(F.col("incident_id").isNotNull(), C.OUTAGE)
         .when(F.col("_flow").isNotNull(), C.FLOW_CONTROL)
@@ -214,7 +328,7 @@ def kinds_of(failures: DataFrame, plan: DataFrame, fates: DataFrame, cfg: Causes
         .otherwise(C.UNKNOWN_KIND)
     )
     f = f.join(flow, KEY, "left").join(poison, KEY, "left").withColumn("failure_kind", kind).drop("_flow", "_poison")
-    f = f.withColumn("kind_rule", rule_of(F.col("failure_kind")))
+    f = keep(f.withColumn("kind_rule", rule_of(F.col("failure_kind"))))
     return Kinds(f, lifecycle_kinds(f), incidents)
 
 

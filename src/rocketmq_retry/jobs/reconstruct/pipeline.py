@@ -28,7 +28,7 @@ from rocketmq_retry.jobs.reconstruct.causes import cause_facts, counter_minutes,
 from rocketmq_retry.jobs.reconstruct.dead_letters import dead_letters_from
 from rocketmq_retry.jobs.reconstruct.events import observations
 from rocketmq_retry.jobs.reconstruct.facts import KEY, attempt_facts, lifecycle_rows, message_facts
-from rocketmq_retry.jobs.reconstruct.incidents import Kinds, kinds_of, lifecycle_kinds
+from rocketmq_retry.jobs.reconstruct.incidents import kinds_of
 from rocketmq_retry.jobs.reconstruct.lifecycles import Thresholds, lifecycles_from, lifecycles_table
 from rocketmq_retry.jobs.reconstruct.reconciliation import reconciliation
 from rocketmq_retry.jobs.reconstruct.tables import engine_tables, subscriptions
@@ -113,9 +113,14 @@ def reconstruct(
     states = _checkpoint(lifecycles_from(lc, plan, trans_full, th, horizon_ms, carry_after_ms))
     simple = tuple(g for g in config.groups if config.group_policy(g).consume_mode is ConsumeMode.SIMPLE)
     failed = failures_of(plan, cause_facts(obs), counter_minutes(obs), simple)
-    found = kinds_of(failed, plan, states.select(*KEY, "final_state"), config.causes, horizon_ms)
-    failures = _checkpoint(found.failures)
-    kinds = Kinds(failures, lifecycle_kinds(failures), _checkpoint(found.incidents))
+    fates = states.select(*KEY, "final_state", "first_ms", "last_attempt", "last_next_expected_ms")
+    kept: list[DataFrame] = []
+
+    def keep(df: DataFrame) -> DataFrame:
+        kept.append(_checkpoint(df))
+        return kept[-1]
+
+    kinds = kinds_of(failed, plan, fates, config.causes, horizon_ms, keep=keep)
     life = FT.with_lifecycle_causes(states, FT.lifecycle_causes(kinds, kinds.incidents)).cache()
     written = life.where(F.col("written"))
     keys = written.select(*KEY)
@@ -139,5 +144,5 @@ def reconstruct(
         FT.incidents_table(kinds, day_failures, written),
         obs,
         report,
-        [obs, lc, plan, trans_full, states, kinds.failures, kinds.incidents, life],
+        [obs, lc, plan, trans_full, states, *kept, life],
     )
