@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from rocketmq_retry.contract import FAILURE_KINDS, FLOW_CONTROL, OUTAGE, POISON, partition_dir
+from rocketmq_retry.contract import FAILURE_KINDS, FLOW_CONTROL, OUTAGE, POISON, SAFE, partition_dir
 from rocketmq_retry.simulate.cli import main as simulate
 from rocketmq_retry.simulate.exceptions import Throwable, print_stack_trace
 
@@ -128,16 +128,25 @@ def test_the_throttling_group_consumes_each_refused_message_on_its_first_retry(l
     assert all(r["true_kind"] in ("", FLOW_CONTROL) for r in rows)
 
 
+@pytest.fixture(scope="module")
+def warehouse(spark: Any, landing: pathlib.Path, tmp_path_factory: pytest.TempPathFactory) -> pathlib.Path:
+    """The day ingested and reconstructed, once for the module."""
+    from rocketmq_retry.jobs.ingest import job as ingest
+    from rocketmq_retry.jobs.reconstruct import job as reconstruct
+
+    wh = tmp_path_factory.mktemp("failures-wh") / "wh"
+    config = str(EXAMPLE / "rocketmq-retry.yaml")
+    assert ingest.main(["--date", DAY, "--landing", str(landing), "--warehouse", str(wh), "--config", config]) == 0
+    assert reconstruct.main(["--date", DAY, "--warehouse", str(wh), "--config", config]) == 0
+    return wh
+
+
 @pytest.mark.spark
 @pytest.mark.slow
 def test_ingest_reads_each_planned_failure_as_the_truth_says(
-    spark: Any, landing: pathlib.Path, tmp_path: pathlib.Path
+    spark: Any, landing: pathlib.Path, warehouse: pathlib.Path
 ) -> None:
-    from rocketmq_retry.jobs.ingest import job as ingest
-
-    wh = tmp_path / "wh"
-    config = EXAMPLE / "rocketmq-retry.yaml"
-    assert ingest.main(["--date", DAY, "--landing", str(landing), "--warehouse", str(wh), "--config", str(config)]) == 0
+    wh = warehouse
     events = spark.read.parquet(str(partition_dir(wh, "events", DAY)))
     failed = events.filter("exception_class IS NOT NULL").select(
         "source", "msg_id", "topic", "event_time", "exception_class", "root_cause_class", "fingerprint", "app_frame"
@@ -173,3 +182,45 @@ def test_ingest_reads_each_planned_failure_as_the_truth_says(
     # every line parses: the only lines quarantined are MySQL's second paragraph (see MYSQL_PARAGRAPH)
     quarantined = spark.read.parquet(str(partition_dir(wh, "quarantine", DAY))).collect()
     assert all(q["raw"].startswith(MYSQL_PARAGRAPH) for q in quarantined), quarantined[:3]
+
+
+def _scores(pairs: list[tuple[str, str]], kind: str) -> tuple[float, float]:
+    """(precision, recall) of ``kind`` over (true kind, found kind) pairs."""
+    tp = sum(1 for t, f in pairs if t == kind and f == kind)
+    found = sum(1 for _, f in pairs if f == kind)
+    true = sum(1 for t, _ in pairs if t == kind)
+    return tp / found, tp / true
+
+
+@pytest.mark.spark
+@pytest.mark.slow
+def test_the_rules_tell_outages_from_poison_messages_as_the_truth_says(
+    spark: Any, landing: pathlib.Path, warehouse: pathlib.Path
+) -> None:
+    """docs/causes.md's rules on a day with known outages, poison messages and a throttling listener: each kind's
+    precision at least 0.95 for outages and poison, the incidents the truth's, and no poison dead letter said to be
+    safe to re-drive."""
+    truth = {(r["consumer_group"], r["msg_id"]): r["true_kind"] for r in _truth(landing, "lifecycles.csv")}
+    found = {
+        (r["consumer_group"], r["msg_id"]): r["failure_kind"]
+        for r in spark.read.parquet(str(partition_dir(warehouse, "lifecycles", DAY))).collect()
+    }
+    assert set(found) == set(truth)
+    pairs = [(truth[k] or "", found[k] or "") for k in truth]
+    scores = {kind: _scores(pairs, kind) for kind in (OUTAGE, POISON, FLOW_CONTROL)}
+    assert scores[OUTAGE][0] >= 0.95 and scores[POISON][0] >= 0.95, scores
+    assert scores[OUTAGE][1] >= 0.9 and scores[POISON][1] >= 0.9 and scores[FLOW_CONTROL][1] >= 0.5, scores
+    assert all(f in (*FAILURE_KINDS, "") for _, f in pairs)
+    # one incident per true outage, over the same messages
+    incidents = spark.read.parquet(str(partition_dir(warehouse, "incidents", DAY))).collect()
+    true_incidents = _truth(landing, "incidents.csv")
+    assert sorted((i["consumer_group"], i["messages"], i["failures"]) for i in incidents) == sorted(
+        (t["consumer_group"], int(t["messages"]), int(t["failures"])) for t in true_incidents
+    )
+    dead = spark.read.parquet(str(partition_dir(warehouse, "dead_letters", DAY))).collect()
+    poison_safe = [
+        d["msg_id"] for d in dead if truth[(d["consumer_group"], d["msg_id"])] == POISON and d["redrive_advice"] == SAFE
+    ]
+    assert poison_safe == []
+    # an outage that ended leaves dead letters that are safe to re-drive
+    assert any(d["redrive_advice"] == SAFE for d in dead)
