@@ -32,7 +32,7 @@ from pyspark.sql import DataFrame, Row, SparkSession
 from pyspark.sql import functions as F
 
 from rocketmq_retry.config import load_config
-from rocketmq_retry.contract import partition_dir
+from rocketmq_retry.contract import CauseCode, partition_dir
 from rocketmq_retry.dates import parse_duration_ms, partition_date
 from rocketmq_retry.errors import NOT_RETRYABLE_EXIT_CODE, InputError, UserError
 from rocketmq_retry.jobs import lifecycle_schedule as sched
@@ -113,7 +113,7 @@ def write_tables(tables: dict[str, DataFrame], warehouse: str, day: str, files: 
 
 
 def summarize(spark: SparkSession, warehouse: str, day: str) -> dict[str, object]:
-    """The run summary, read back from the committed tables: one aggregation per table (five Spark actions; each
+    """The run summary, read back from the committed tables: one aggregation per table (eight Spark actions; each
     action on a small day costs more in job set-up than in rows)."""
     life = spark.read.parquet(str(committed(warehouse, "lifecycles", day)))
     dead = spark.read.parquet(str(committed(warehouse, "dead_letters", day)))
@@ -135,6 +135,15 @@ def summarize(spark: SparkSession, warehouse: str, day: str) -> dict[str, object
     ).collect()[0]
     t = trans.agg(F.count(F.lit(1)).alias("n"), F.count(F.when(F.col("inferred"), 1)).alias("inferred")).collect()[0]
     causes = recon.where(F.col("cause").isNotNull()).groupBy("cause").agg(F.count(F.lit(1)).alias("n")).collect()
+    fails = spark.read.parquet(str(committed(warehouse, "failures", day)))
+    f = fails.agg(
+        F.count(F.lit(1)).alias("n"),
+        F.count(F.when(F.col("cause") != CauseCode.UNKNOWN, 1)).alias("known"),
+        F.size(F.collect_set("cause")).alias("causes"),
+    ).collect()[0]
+    kinds = dead.groupBy("failure_kind", "redrive_advice").agg(F.count(F.lit(1)).alias("n")).collect()
+    incidents = spark.read.parquet(str(committed(warehouse, "incidents", day)))
+    inc = incidents.groupBy("state").agg(F.count(F.lit(1)).alias("n")).collect()
     return {
         "lifecycles": sum(int(r["n"]) for r in states),
         "final_state": tally(states, "final_state"),
@@ -147,6 +156,12 @@ def summarize(spark: SparkSession, warehouse: str, day: str) -> dict[str, object
         "dead_letters_for_review": int(d["review"]),
         "reconciliation_minutes_with_diff": sum(int(r["n"]) for r in causes),
         "reconciliation_causes": tally(causes, "cause"),
+        "failures": int(f["n"]),
+        "failures_with_known_cause": int(f["known"]),
+        "distinct_causes": int(f["causes"]),
+        "dead_letters_by_kind": tally(kinds, "failure_kind"),
+        "dead_letters_by_advice": tally(kinds, "redrive_advice"),
+        "incidents": tally(inc, "state"),
     }
 
 
@@ -266,6 +281,12 @@ def _run(args: argparse.Namespace) -> int:
         f"{unplaced['unattributed']} without a consumer group; {unplaced['linked']} linked through offset ids"
     )
     print(f"  dead letters held for review (not compensated): {summary['dead_letters_for_review']}")
+    n_fail, known = summary["failures"], summary["failures_with_known_cause"]
+    share = f" ({100 * known / n_fail:.0f} % with a known cause)" if n_fail else ""
+    print(f"  failures: {n_fail}{share}, {summary['distinct_causes']} distinct causes (docs/causes.md)")
+    print(f"  incidents (outages): {summary['incidents'] or 'none'}")
+    print(f"  dead letters by kind: {summary['dead_letters_by_kind'] or 'none'}; re-drive advice: "
+          f"{summary['dead_letters_by_advice'] or 'none'}")  # fmt: skip
     for line in unattributed_lines(spark, args.warehouse, args.date):
         print(line)
     return 0
