@@ -87,6 +87,8 @@ def test_the_most_specific_evidence_names_the_cause(spark: Any) -> None:
             ob("m4", FAIL, E, "FAILED", TRACE, "e4"),
             # the trace says EXCEPTION, the client log with the trace is not collected
             ob("m5", FAIL, E, "EXCEPTION", TRACE, "e5"),
+            # an orderly listener returned SUSPEND_CURRENT_QUEUE_A_MOMENT (L-C3)
+            ob("m9", "SUSPEND", EventType.ORDERLY_SUSPENDED, None, CLIENT_4X, "e9"),
             # a consume-timeout line
             ob("m6", "TIMEOUT", EventType.CONSUME_TIMEOUT, None, CLIENT_4X, "e6"),
             # the client's failure counter counted this minute and no line names the failure
@@ -120,7 +122,8 @@ def test_the_most_specific_evidence_names_the_cause(spark: Any) -> None:
             failed("m5"),
             failed("m6"),
             failed("m7", fail_t=None, sendback_at=T0 + 2_000),  # only the broker's send-back, in the counted minute
-            failed("m8", fail_t=None, sched_at=T0 + 600_000),  # only the broker's copy, in an uncounted minute
+            failed("m8", fail_t=None, sched_at=T0 + 600_000),
+            failed("m9"),  # only the broker's copy, in an uncounted minute
             failed("s1", fail_t=None, group=SIMPLE, sched_at=T0 + 3_000),  # a SimpleConsumer logs nothing
         ],
         PLAN,
@@ -136,6 +139,7 @@ def test_the_most_specific_evidence_names_the_cause(spark: Any) -> None:
         "m6": (CauseCode.CONSUME_TIMEOUT, "client-line", CLIENT_4X, "e6"),
         "m7": (CauseCode.RECONSUME_LATER, "client-counter", None, None),
         "m8": (CauseCode.UNKNOWN, "no-client-evidence", None, None),
+        "m9": (CauseCode.RECONSUME_LATER, "client-line", CLIENT_4X, "e9"),
         "s1": (CauseCode.INVISIBLE_TIME_EXPIRED, "invisible-expiry", None, None),
     }
     exc = next(r for r in rows if r["msg_id"] == "m1")

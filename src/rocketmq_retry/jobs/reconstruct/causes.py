@@ -54,6 +54,10 @@ def cause_facts(obs: DataFrame) -> DataFrame:
             F.max(exc_status & ~line).alias("x_trace"),
             _first(F.col("event_id"), line & (status == _RETURNNULL)).alias("null_line_event"),
             _first(source, line & (status == _RETURNNULL)).alias("null_line_source"),
+            # orderly: "consumeMessage Orderly return not OK" (L-C3), the listener returned
+            # SUSPEND_CURRENT_QUEUE_A_MOMENT without throwing (an exception adds the L-C1 line)
+            _first(F.col("event_id"), line & (kind == "SUSPEND")).alias("suspend_line_event"),
+            _first(source, line & (kind == "SUSPEND")).alias("suspend_line_source"),
             _first(F.col("event_id"), line & (kind == "TIMEOUT")).alias("timeout_line_event"),
             _first(source, line & (kind == "TIMEOUT")).alias("timeout_line_source"),
             _first(F.struct(F.col("event_id"), status), ~line & status.isin(_RETURNNULL, _TIME_OUT, _FAILED)).alias(
@@ -133,6 +137,10 @@ def failures_of(plan: DataFrame, facts: DataFrame, counters: DataFrame, simple_g
         .when(
             F.col("timeout_line_event").isNotNull(),
             _code(CauseCode.CONSUME_TIMEOUT, "client-line", F.col("timeout_line_event"), F.col("timeout_line_source")),
+        )
+        .when(
+            F.col("suspend_line_event").isNotNull(),
+            _code(CauseCode.RECONSUME_LATER, "client-line", F.col("suspend_line_event"), F.col("suspend_line_source")),
         )
         .when(trace_code == _RETURNNULL, _code(CauseCode.RETURNED_NULL, "trace-status", trace_event, trace_source))
         .when(trace_code == _TIME_OUT, _code(CauseCode.CONSUME_TIMEOUT, "trace-status", trace_event, trace_source))
