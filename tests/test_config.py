@@ -242,7 +242,8 @@ def test_causes_framework_packages() -> None:
     default = parse_config({}).causes.framework_packages
     assert default == [
         "java.", "javax.", "jdk.", "sun.", "org.apache.rocketmq.", "org.springframework.", "io.grpc.", "io.netty.",
-        "ch.qos.logback.", "org.slf4j.", "org.apache.logging.",
+        "ch.qos.logback.", "org.slf4j.", "org.apache.logging.", "com.fasterxml.jackson.", "com.alibaba.fastjson.",
+        "com.zaxxer.hikari.", "com.mysql.cj.", "com.google.common.",
     ]  # fmt: skip
     # a package is matched with its sub-packages only: the dot is added when missing
     cfg = parse_config({"causes": {"framework_packages": ["com.acme.lib", "org.jboss."]}})

@@ -329,7 +329,8 @@ class IngestConfig(_Strict):
 
 
 # The packages whose stack frames are not the application's own (docs/ingest.md "Causes"): the JDK, RocketMQ and
-# rocketmq-spring, Spring, gRPC, Netty and the logging libraries. A failure's app_frame is the first frame outside them.
+# rocketmq-spring, Spring, gRPC, Netty, the logging libraries and a few libraries listeners call (JSON, JDBC pool and
+# driver, Guava). A failure's app_frame is the first frame outside them.
 FRAMEWORK_PACKAGES: tuple[str, ...] = (
     "java.",
     "javax.",
@@ -342,6 +343,13 @@ FRAMEWORK_PACKAGES: tuple[str, ...] = (
     "ch.qos.logback.",
     "org.slf4j.",
     "org.apache.logging.",
+    # the libraries a listener calls into before its own code shows: JSON mappers, the JDBC pool and driver, Guava
+    # (also in the gRPC SDK's frames); without them a Jackson poison message's app_frame is Jackson's own
+    "com.fasterxml.jackson.",
+    "com.alibaba.fastjson.",
+    "com.zaxxer.hikari.",
+    "com.mysql.cj.",
+    "com.google.common.",
 )
 # a Java package name, optionally with its trailing dot
 _PACKAGE_RX = re.compile(r"^[A-Za-z_$][\w$]*(\.[A-Za-z_$][\w$]*)*\.?$")
