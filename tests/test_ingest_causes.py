@@ -154,6 +154,23 @@ CUT = [
     "\tat java.base/java.util.concurrent.Executors$Runnab",
 ]
 CUT_AT_EXCEPTION = [G_C1, "java.lang.IllegalStateException: Order 12"]
+# MySQL Connector/J's CommunicationsException holds a blank line in its message (its second paragraph says when the
+# last packet went): the paragraph is part of the message, as logged, not damage
+MYSQL = [
+    "2026-11-21T23:26:00.000Z  WARN 4242 --- [ConsumeMessageThread_9] "
+    + SPRING_HEAD.format("AAA5")
+    + "reconsumeTimes:0",
+    "",
+    "org.springframework.jdbc.CannotGetJdbcConnectionException: Failed to obtain JDBC Connection",
+    "\tat com.example.invoices.InvoiceDao.save(InvoiceDao.java:31)",
+    "Caused by: com.mysql.cj.jdbc.exceptions.CommunicationsException: Communications link failure",
+    "",
+    "The last packet sent successfully to the server was 0 milliseconds ago.",
+    "\tat com.mysql.cj.jdbc.exceptions.SQLError.createCommunicationsException(SQLError.java:174)",
+    "\t... 1 more",
+    "",
+    "2026-11-21T23:26:01.000Z  INFO 4242 --- [main] c.e.orders.Heartbeat                     : still alive",
+]
 FILES = {  # name: (format, zone, lines); the 5.x and gRPC layouts are GMT+8 (§6.1)
     "boot2.log": ("spring-listener", "UTC", BOOT2),
     "boot3.log": ("spring-listener", "UTC", BOOT3),
@@ -162,6 +179,7 @@ FILES = {  # name: (format, zone, lines); the 5.x and gRPC layouts are GMT+8 (§
     "grpc.log": ("rocketmq-grpc-client", "Etc/GMT-8", GRPC),
     "cut.log": ("rocketmq-grpc-client", "Etc/GMT-8", CUT),
     "cut2.log": ("rocketmq-grpc-client", "Etc/GMT-8", CUT_AT_EXCEPTION),
+    "mysql.log": ("spring-listener", "UTC", MYSQL),
 }
 
 
@@ -284,6 +302,7 @@ HEADS = {  # every other line of a file is a continuation line
     "c4.log": {1: "event", 9: "event", 10: "event"},
     "c5.log": {1: "event", 7: "ignored"},
     "grpc.log": {1: "event", 9: "event", 16: "ignored"},
+    "mysql.log": {1: "event", 11: "ignored"},
     "cut.log": {1: "event"},
     "cut2.log": {1: "event"},
 }
@@ -336,3 +355,17 @@ def test_framework_packages_are_configurable(spark: Any) -> None:
     )
     events = parse.events_of(parse.classify(df, DS, day_zone="UTC", frameworks=packages)).collect()
     assert [r["app_frame"] for r in events] == ["com.example.library.Cache.get(Cache.java:20)"]
+
+
+def test_a_blank_line_inside_a_message(parsed: dict[str, Any]) -> None:
+    assert _causes(parsed, "mysql.log") == [
+        (
+            1,
+            EventType.CONSUME_FAILED,
+            "org.springframework.jdbc.CannotGetJdbcConnectionException",
+            "Failed to obtain JDBC Connection",
+            "com.mysql.cj.jdbc.exceptions.CommunicationsException",
+            "Communications link failure\n\nThe last packet sent successfully to the server was 0 milliseconds ago.",
+            "com.example.invoices.InvoiceDao.save(InvoiceDao.java:31)",
+        )
+    ]

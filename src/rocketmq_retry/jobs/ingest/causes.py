@@ -85,8 +85,8 @@ def neighbour_fields(upto: WindowSpec, by_file: WindowSpec) -> list[Column]:
     ``_trace_of``: the failure line whose trace this line is in: the nearest line at or above that is a head line
     or damage (a line without a head that is no continuation), when that line is a traced statement; -1 when it
     is any other line;
-    ``_blk``: the nearest line at or above that is not wrapped text (for a wrapped line, the exception or cause
-    line whose message it continues);
+    ``_blk``: the nearest line at or above that is not wrapped text or blank (for a wrapped line, the exception or
+    cause line whose message it continues; a message may hold blank lines);
     ``_followed``: the file has a line right after this one (the line after each run of continuation lines is
     one of the window's rows, ``ingest.logs._needy_rows``).
     """
@@ -96,7 +96,7 @@ def neighbour_fields(upto: WindowSpec, by_file: WindowSpec) -> list[Column]:
         F.last(F.when(breaker, F.when(F.expr(traced_head_sql()), line).otherwise(F.lit(-1))), ignorenulls=True)
         .over(upto)
         .alias("_trace_of"),
-        F.last(F.when(F.col("cont").isNull() | (F.col("cont") != "text"), line), ignorenulls=True)
+        F.last(F.when(F.col("cont").isNull() | ~F.col("cont").isin("text", "blank"), line), ignorenulls=True)
         .over(upto)
         .alias("_blk"),
         F.coalesce(F.lead(line).over(by_file) == line + 1, F.lit(False)).alias("_followed"),
@@ -144,8 +144,14 @@ def with_causes(df: DataFrame, frameworks: tuple[str, ...], trace_line: Column) 
         F.min(F.when(t & (cont == "frame"), line)).over(whole).alias("_frame1"),
         F.max(F.when(cause, line)).over(whole).alias("_rc_no"),
         F.max_by(raw, F.when(cause, line)).over(whole).alias("_rc_raw"),
+        # a message's own blank lines are kept (as logged); one after its last wrapped line is the trace's end
         F.collect_list(
-            F.when(t & (cont == "text"), F.struct(line.alias("n"), F.col("_blk").alias("blk"), raw.alias("raw")))
+            F.when(
+                t & cont.isin("text", "blank"),
+                F.struct(
+                    line.alias("n"), F.col("_blk").alias("blk"), F.when(cont == "text", raw).otherwise("").alias("raw")
+                ),
+            )
         )
         .over(whole)
         .alias("_wrapped"),
@@ -175,7 +181,8 @@ def _cause_of_head(df: DataFrame) -> DataFrame:
             f"ELSE substring({text}, length({cls}) + 3) END"
         )
         lines = f"concat(array({first}), transform(array_sort({more}), w -> w.raw))"
-        return f"IF(({first}) IS NULL, NULL, substring(array_join({lines}, char(10)), 1, {cap}))"
+        joined = f"trim(TRAILING char(10) FROM array_join({lines}, char(10)))"
+        return f"IF(({first}) IS NULL, NULL, substring({joined}, 1, {cap}))"
 
     x_cls = f"nullif(regexp_extract(_x_raw, {cls_rx}, 1), '')"
     # a first line that is wrapped text by its shape (a class not named *Exception, *Error or *Throwable) is the

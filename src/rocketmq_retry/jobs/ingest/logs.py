@@ -305,9 +305,11 @@ def _neighbour_values(rows: DataFrame) -> DataFrame:
             F.max(F.col("is_head").cast("int")).over(upto).alias("head_seen"),
             F.last(F.col("lp1_msg"), ignorenulls=True).over(before).alias("last_lp1_msg"),
             # what the nearest line above that is not wrapped text is: a wrapped line needs a head line, an
-            # exception line or a Caused by line there (a run's anchor is the head line just before it)
+            # exception line or a Caused by line there (a run's anchor is the head line just before it). A blank
+            # line is passed over: a message may hold one (MySQL Connector/J's "Communications link failure",
+            # a blank line, then "The last packet sent successfully …"), printed as is by Throwable.toString()
             F.last(
-                F.when(F.col("cont") == "text", None)
+                F.when(F.col("cont").isin("text", "blank"), None)
                 .when(F.col("is_head") & F.col("ts").isNotNull(), F.lit("head"))
                 .otherwise(F.coalesce(F.col("cont"), F.lit("other"))),
                 ignorenulls=True,
