@@ -49,6 +49,7 @@ class CurrentIncident:
     consumer_group: str
     incident_id: str
     fingerprint: str | None  # its cause
+    cause_label: str | None  # the cause in one line, as the causes page names it
     started_at: dt.datetime | None
     last_failure_at: dt.datetime | None
     ended_at: dt.datetime | None  # None while open
