@@ -252,8 +252,9 @@ def refuse(letter: Any) -> str:
     raise RuntimeError(f"order service down for {letter.msg_id}")
 
 
-def build(root: pathlib.Path) -> tuple[pathlib.Path, pathlib.Path]:
-    """(warehouse, config) of the causes day (and the old day), compensated."""
+def build(root: pathlib.Path, groups: dict[str, Any] | None = None) -> tuple[pathlib.Path, pathlib.Path]:
+    """(warehouse, config) of the causes day (and the old day), compensated; ``groups``: the config's groups
+    section (default: none, every group on RocketMQ's defaults)."""
     site = build_site(
         root,
         {
@@ -263,7 +264,7 @@ def build(root: pathlib.Path) -> tuple[pathlib.Path, pathlib.Path]:
         },
         [{"topic": "orders", "handler": "orders-api"}, {"handler": "log-only"}],
         {"orders-api": "pages_causes_support:refuse", "log-only": "rocketmq_retry.compensation.handlers:log_only"},
-        settings={"timezone": "UTC"},
+        settings={"timezone": "UTC", **({"groups": groups} if groups else {})},
     )  # fmt: skip
     _write_old_day(site[0])
     return site

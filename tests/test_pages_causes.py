@@ -144,6 +144,13 @@ def test_message_page_shows_why_each_delivery_failed(client: TestClient) -> None
     assert "No cause recorded" in old
 
 
-def test_groups_page_keeps_a_place_for_the_whatif(client: TestClient) -> None:
+def test_groups_page_shows_the_whatif_of_each_incident(client: TestClient) -> None:
+    # both groups on RocketMQ's defaults: 16 retries outlast order-consumer's 14m50s (the 8th delivery comes 15m40s
+    # after the first), not pay-consumer's timeouts, sent back at level 3 (10 s) each (test_pages_groups_whatif.py)
     html = _get(client, "/groups")
-    assert 'class="whatif"' not in html  # nothing until the what-if replay fills it
+    assert html.count('<section class="whatif"') == 2
+    assert (
+        '<p class="proposal none">No change proposed: the configured policy already outlasts the incident: a message '
+        "that first fails when it starts is consumed on delivery 8, 15m40s after the first.</p>"
+    ) in html
+    assert '<p class="proposal">maxReconsumeTimes -1 (16) → 60: ' in html

@@ -9,12 +9,18 @@ Public API::
     render(result)                                                       # the text the CLI prints
 
 ``observe`` (the read) and ``replay`` (pure: an ``Observation`` and two engine policies) are its two halves.
+
+The groups page's what-if of a group's current incident::
+
+    propose(config.group_policy("G"), duration_ms)          # -> Proposal: the smallest max that outlasts it (pure)
+    incident_what_ifs(explorer, "2026-11-08", "2026-11-21")  # -> {group: IncidentWhatIf}
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from rocketmq_retry.whatif.incident import IncidentWhatIf, incident_what_if, incident_what_ifs
 from rocketmq_retry.whatif.model import MessageChange, Observation, Setting, Totals, WhatIf
 from rocketmq_retry.whatif.policy import (
     PolicyChange,
@@ -23,7 +29,8 @@ from rocketmq_retry.whatif.policy import (
     parse_retry_policy,
     proposed_policy,
 )
-from rocketmq_retry.whatif.read import observe
+from rocketmq_retry.whatif.propose import Proposal, propose
+from rocketmq_retry.whatif.read import current_incidents, observe
 from rocketmq_retry.whatif.render import render
 from rocketmq_retry.whatif.replay import NOT_REPLAYED, replay
 
@@ -32,16 +39,22 @@ if TYPE_CHECKING:
 
 __all__ = [
     "NOT_REPLAYED",
+    "IncidentWhatIf",
     "MessageChange",
     "Observation",
     "PolicyChange",
     "PolicyRefused",
+    "Proposal",
     "Setting",
     "Totals",
     "WhatIf",
     "changed_settings",
+    "current_incidents",
+    "incident_what_if",
+    "incident_what_ifs",
     "observe",
     "parse_retry_policy",
+    "propose",
     "proposed_policy",
     "render",
     "replay",

@@ -43,6 +43,22 @@ class Incident:
 
 
 @dataclasses.dataclass(frozen=True)
+class CurrentIncident:
+    """A group's incident as the pages' date range last saw it (``read.current_incidents``)."""
+
+    consumer_group: str
+    incident_id: str
+    fingerprint: str | None  # its cause
+    cause_label: str | None  # the cause in one line, as the causes page names it
+    started_at: dt.datetime | None
+    last_failure_at: dt.datetime | None
+    ended_at: dt.datetime | None  # None while open
+    state: str | None  # contract.INCIDENT_STATES
+    first_date: str  # the range's first and last date with a row of it (a date it failed on)
+    last_date: str
+
+
+@dataclasses.dataclass(frozen=True)
 class Observation:
     """What the warehouse holds of one group over a date range."""
 

@@ -5,10 +5,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from rocketmq_retry.contract import OPEN
 from rocketmq_retry.dates import partition_date
+from rocketmq_retry.explore.causes import cause_label
 from rocketmq_retry.explore.model import ExploreError, NotFound
 from rocketmq_retry.explore.values import opt_int, utc
-from rocketmq_retry.whatif.model import Incident, Observation, ObservedFailure, ObservedMessage
+from rocketmq_retry.whatif.model import CurrentIncident, Incident, Observation, ObservedFailure, ObservedMessage
 
 if TYPE_CHECKING:
     from rocketmq_retry.explore.warehouse import Explorer
@@ -139,3 +141,58 @@ def _incidents(ex: Explorer, cur: Any, group: str, dates: list[str]) -> dict[str
         for r in rows
         if r["incident_id"] is not None
     }
+
+
+def current_incidents(ex: Explorer, first: str, last: str) -> dict[str, CurrentIncident]:
+    """Each group's current incident over ``first..last``: the one still open (the latest to start when several
+    are), else the one that ended last; from the newest row of each incident in the range, with the first and last
+    date it has a row on there (the dates of its failures) and its cause as the causes page names it."""
+    dates = sorted(ex._dates_in(first, last, "incidents"))
+    if not dates:
+        return {}
+    cur = ex._cursor()
+    try:
+        sql, params = ex._scan("incidents", dates)
+        rows = ex._query(
+            "SELECT consumer_group, incident_id, fingerprint, started_at, last_failure_at, ended_at, state, "
+            "min(dt) OVER key AS first_date, max(dt) OVER key AS last_date "
+            f"FROM ({sql}) WHERE consumer_group IS NOT NULL AND incident_id IS NOT NULL "
+            "WINDOW key AS (PARTITION BY consumer_group, incident_id) "
+            f"QUALIFY {_NEWEST.format(key='consumer_group, incident_id')} "
+            "ORDER BY consumer_group, (state = ?) DESC, coalesce(ended_at, started_at) DESC NULLS LAST, "
+            "started_at DESC NULLS LAST, incident_id",
+            [*params, OPEN],
+            cur,
+        )
+        causes, cp = ex._scan("failure_causes", sorted(ex._dates_in(first, last, "failure_causes")))
+        labels = {
+            (r["consumer_group"], r["fingerprint"]): cause_label(
+                r["fingerprint"], r["root_cause_class"], r["normalised_message"]
+            )
+            for r in ex._query(
+                f"SELECT consumer_group, fingerprint, root_cause_class, normalised_message FROM ({causes}) "
+                f"QUALIFY {_NEWEST.format(key='consumer_group, fingerprint')}",
+                cp,
+                cur,
+            )
+        }
+    finally:
+        cur.close()
+    out: dict[str, CurrentIncident] = {}
+    for r in rows:
+        if r["consumer_group"] in out:
+            continue  # ordered: the open one, else the latest to end, comes first
+        out[r["consumer_group"]] = CurrentIncident(
+            consumer_group=r["consumer_group"],
+            incident_id=r["incident_id"],
+            fingerprint=r["fingerprint"],
+            cause_label=labels.get((r["consumer_group"], r["fingerprint"]))
+            or cause_label(r["fingerprint"], None, None),
+            started_at=utc(r["started_at"]),
+            last_failure_at=utc(r["last_failure_at"]),
+            ended_at=utc(r["ended_at"]),
+            state=r["state"],
+            first_date=r["first_date"],
+            last_date=r["last_date"],
+        )
+    return out

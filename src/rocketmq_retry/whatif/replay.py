@@ -39,6 +39,12 @@ OUTCOME_OF_CAUSE: dict[str, ConsumeOutcome] = {
 }
 _GAVE_UP = (contract.DEAD_LETTERED, contract.DROPPED)  # the observed policy stopped delivering it
 
+
+def outcome_of(cause: str | None) -> ConsumeOutcome:
+    """The outcome the engine is told for a failure of ``cause``: an exception's fingerprint is an exception."""
+    return OUTCOME_OF_CAUSE.get(cause or "", ConsumeOutcome.EXCEPTION if cause else ConsumeOutcome.RECONSUME_LATER)
+
+
 # why a message is not replayed, with the words the result prints
 NOT_REPLAYED = {
     "unsettled": "still in retry (or its end unknown) at the end of observation, and its failures are not of an "
@@ -144,7 +150,7 @@ def plan_of(message: ObservedMessage, incidents: dict[str, Incident], observed_e
     def outcome(k: int) -> ConsumeOutcome:
         seen = by_k.get(k)
         cause = seen.cause if seen is not None else last_cause
-        return OUTCOME_OF_CAUSE.get(cause or "", ConsumeOutcome.EXCEPTION if cause else ConsumeOutcome.RECONSUME_LATER)
+        return outcome_of(cause)
 
     if start is None:
         return "failures-not-contiguous"

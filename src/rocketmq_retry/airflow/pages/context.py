@@ -17,7 +17,7 @@ from fastapi.params import Depends as DependsParam
 from fastapi.responses import HTMLResponse
 
 from rocketmq_retry.airflow.pages import svg
-from rocketmq_retry.dates import DateError, partition_date
+from rocketmq_retry.dates import DateError, format_duration, partition_date
 from rocketmq_retry.errors import UserError
 from rocketmq_retry.urls import DOCS_ROUTE, OPS_ROUTE, URL_PREFIX
 
@@ -52,6 +52,13 @@ def _percent(value: float | None) -> str:
 
 
 _templates.filters["percent"] = _percent
+
+
+def _duration(ms: int | None) -> str:
+    return "—" if ms is None else format_duration(max(0, int(ms)))
+
+
+_templates.filters["duration"] = _duration
 
 
 @dataclasses.dataclass(frozen=True)
@@ -90,6 +97,12 @@ class _Explorers:
 class _Locked:
     def __init__(self, explorer: Any) -> None:
         self._explorer, self._lock = explorer, threading.Lock()
+
+    def locked(self, call: Callable[[Any], Any]) -> Any:
+        """``call(explorer)`` under the lock: for a reader outside the read layer (the what-if) that makes several
+        queries and reads ``explorer.config``, which the per-method wrapper below cannot lend."""
+        with self._lock:
+            return call(self._explorer)
 
     def __getattr__(self, name: str) -> Callable[..., Any]:
         method = getattr(self._explorer, name)
