@@ -61,6 +61,17 @@ def _duration(ms: int | None) -> str:
 _templates.filters["duration"] = _duration
 
 
+def _clock(value: object) -> str:
+    """A time as the tables show it, to the second: ``2026-11-20 02:07:23`` (the whole value is in the cell's title)."""
+    if value is None:
+        return ""
+    text = str(value).replace("T", " ")
+    return text[:19]
+
+
+_templates.filters["clock"] = _clock
+
+
 @dataclasses.dataclass(frozen=True)
 class Source:
     """Where the pages read: the deployment's warehouse root and config file (never a request's choice)."""
