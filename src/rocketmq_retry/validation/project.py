@@ -64,6 +64,9 @@ INDEX_COLUMNS = {
     "lifecycles": ["consumer_group", "msg_id"],
     "dead_letters": ["consumer_group", "msg_id"],
     "unattributed": ["source_file", "event_type"],
+    "failures": ["consumer_group", "msg_id", "reconsume_times"],
+    "failure_causes": ["consumer_group", "fingerprint"],
+    "incidents": ["consumer_group", "incident_id"],
 }
 
 

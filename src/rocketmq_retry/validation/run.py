@@ -1,10 +1,10 @@
 """Validate one date partition of the warehouse: the code behind ``rocketmq-retry validate`` and the DAG's
 ``validate`` task.
 
-Reads ``<warehouse>/{events,transitions,lifecycles}/dt=<date>`` with Spark, runs one checkpoint per table (all
-under the run name ``dt=<date>``, so a re-run replaces its own results and pages), updates Data Docs, writes a
-page for the date that links the three validation pages, and returns a summary in which failures are split by
-the severity configured for their check.
+Reads ``<warehouse>/<table>/dt=<date>`` of every table the suites check (``suites.TABLES``) with Spark, runs one
+checkpoint per table (all under the run name ``dt=<date>``, so a re-run replaces its own results and pages), updates
+Data Docs, writes a page for the date that links the tables' validation pages, and returns a summary in which
+failures are split by the severity configured for their check.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from rocketmq_retry.dates import partition_date
 from rocketmq_retry.errors import InputError, UserError
 from rocketmq_retry.urls import run_page, run_url
 from rocketmq_retry.validation.settings import ValidationSettings
-from rocketmq_retry.validation.suites import TABLES
+from rocketmq_retry.validation.suites import TABLES, view
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -145,12 +145,15 @@ def validate_partition(
     # Cached: GE computes each metric with its own Spark job, and re-reading Parquet for each costs more
     # than the metric itself.
     frames = {table: _read_partition(spark, warehouse, table, ds).cache() for table in TABLES}
+    for table, frame in frames.items():  # what the checks across tables read (suites.view)
+        frame.createOrReplaceTempView(view(table))
     try:
         # counted (and cached) before Great Expectations is needed: meanwhile it may still be loading (``run``)
         rows = {table: frame.count() for table, frame in frames.items()}
         return _validate_frames(frames, rows, config, settings, ds, warehouse)
     finally:
-        for frame in frames.values():  # a worker or test session that outlives the run keeps no cached blocks
+        for table, frame in frames.items():  # a worker or test session that outlives the run keeps no cached blocks
+            spark.catalog.dropTempView(view(table))
             frame.unpersist()
 
 
