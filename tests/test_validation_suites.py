@@ -511,3 +511,60 @@ def test_every_event_type_the_ingest_job_emits_is_allowed() -> None:
 
     emitted = {statement.event_type for statement in ingest_patterns.STATEMENTS}
     assert emitted - set(EVENT_TYPES) == set()
+
+
+def test_validate_starts_its_own_session_quiet(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A session validate starts itself logs errors only, from its first line (log4j2.properties), and draws no
+    progress bar; the deployment's spark.conf still wins. A session that already runs is used as it is."""
+    from rocketmq_retry import spark_session
+    from rocketmq_retry.config import Config
+    from rocketmq_retry.validation import run as validation_run
+
+    built: dict[str, Any] = {}
+
+    class Session:
+        def stop(self) -> None:
+            built["stopped"] = True
+
+    def build(name: str, **kwargs: Any) -> Session:
+        built.update(kwargs, name=name)
+        return Session()
+
+    monkeypatch.setattr(spark_session, "active_session", lambda: None)
+    monkeypatch.setattr(spark_session, "build_spark_session", build)
+    monkeypatch.setattr(validation_run, "prefetch_great_expectations", lambda remote: None)
+    monkeypatch.setattr(validation_run, "validate_partition", lambda *args: "summary")
+    config = Config.model_validate({"spark": {"conf": {"spark.log.level": "WARN"}}})
+    assert validation_run.run(DS, "wh", config) == "summary" and built["stopped"]
+    options = f"{spark_session.JAVA_OPTIONS} -Dlog4j2.configurationFile={validation_run.LOG4J2.as_uri()}"
+    assert built["conf"] == {
+        "spark.log.level": "WARN",  # the deployment's
+        "spark.ui.showConsoleProgress": "false",
+        "spark.driver.extraJavaOptions": options,
+    }
+    log4j = validation_run.LOG4J2.read_text()
+    assert "rootLogger.level = error" in log4j and "logger.pygateway.level = error" in log4j
+
+
+@pytest.mark.spark
+def test_a_validate_that_passes_writes_nothing_on_stderr_and_ends_with_the_page_url(
+    spark: Any, gx_root: pathlib.Path, tmp_path: pathlib.Path
+) -> None:
+    """`rocketmq-retry validate` in its own process (its own Spark driver): Airflow logs a task's stderr as ERROR,
+    so a run that passes writes nothing there but the JVM's own notice of the vector module Spark adds (no log4j
+    level reaches it); its last line is the run page's URL."""
+    import subprocess
+    import sys
+
+    warehouse = tmp_path / "warehouse"
+    write_warehouse(spark, warehouse, good_rows())
+    done = subprocess.run(
+        [sys.executable, "-m", "rocketmq_retry.cli", "validate", "--date", DS, "--warehouse", str(warehouse)],
+        capture_output=True, text=True, timeout=600, check=False,
+        env={**os.environ, "ROCKETMQ_RETRY_GX_ROOT": str(gx_root)},
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert set(done.stderr.splitlines()) <= {"WARNING: Using incubator modules: jdk.incubator.vector"}, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0].startswith(f"validation dt={DS}: passed (")
+    assert lines[-1] == f"  Data Docs: /rocketmq-retry/data-docs/runs/dt={DS}.html"
