@@ -156,12 +156,17 @@ def test_a_passing_expectation_is_stored_from_the_basic_pass_a_failing_one_from_
 
 
 @pytest.mark.spark
-def test_a_failing_row_query_says_its_warning_severity_and_labels_its_count(site: tuple[Any, pathlib.Path]) -> None:
+def test_a_failing_row_query_says_its_warning_severity_and_lists_its_rows(site: tuple[Any, pathlib.Path]) -> None:
     summary, _ = site
     page = pathlib.Path(summary.validation_pages["transitions"]).read_text()
     row = _expectation(page, FAILED + ' rr-warning">warning</span>')
-    # GX returns a row query's rows only under result_format COMPLETE; under SUMMARY the count is labelled.
+    # GX returns a row query's rows only under result_format COMPLETE, which its failing re-run asks for
     assert '<p class="rr-caption">1 unexpected row(s)</p>' in row
+    # msg_id and group first, then the query's columns as stored (by name): delay_level, hop, physical_topic, ...
+    assert (
+        '<td><a class="rr-msg" href="/rocketmq-retry/ops/messages/M3?group=GID_orders">M3</a></td><td>GID_orders</td>'
+        "<td></td><td>2</td><td>%DLQ%GID_orders</td><td>2</td>"
+    ) in row
 
 
 @pytest.mark.spark

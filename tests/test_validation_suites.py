@@ -361,6 +361,11 @@ def test_broken_causes_fail_their_checks(spark: Any, gx_root: pathlib.Path, tmp_
         "dead_letters.kind_rule_allowed": 1,
         "dead_letters.redrive_advice_allowed": 1,
     }
+    # the coverage warning's page lists the sources below the floor: failures, known causes, share, source
+    page = pathlib.Path(summary.validation_pages["failures"]).read_text()
+    assert "<th>failures</th><th>known_cause</th><th>share</th><th>source</th>" in page
+    assert "<td>2</td><td>0</td><td>0.0</td><td>(no line)</td>" in page
+    assert "<td>3</td><td>2</td><td>0.667</td><td>spring-listener</td>" in page
 
 
 @pytest.mark.spark

@@ -229,7 +229,8 @@ def _run_checkpoint(checkpoint: Any, frame: DataFrame, run_id: Any) -> list[tupl
 
     Each suite runs with the checkpoint's stored format at level BASIC (counts and observed values), and only its
     failing expectations run again with the stored format itself (SUMMARY: example values and the rows that failed,
-    for the page), their results put in place of the BASIC ones. GX computes SUMMARY's examples with extra Spark
+    for the page; COMPLETE for a row query, whose rows SUMMARY leaves out), their results put in place of the BASIC
+    ones. GX computes SUMMARY's examples with extra Spark
     queries for every column expectation, passing or not: a passing expectation (nearly all of them on any day) is
     spared those, and a failing one gets the result a SUMMARY run of the whole suite gives it (GX's ``Batch.validate``
     of one expectation and a suite's run go through the same ``Validator._validate_expectation_configs``)."""
@@ -239,6 +240,9 @@ def _run_checkpoint(checkpoint: Any, frame: DataFrame, run_id: Any) -> list[tupl
     )
 
     basic = {**checkpoint.result_format, "result_format": "BASIC"}
+    # A row query returns the rows it found only under COMPLETE (GX caps them at 200); its query already ran, so
+    # the rows cost nothing more, and its page can list them (which group, which source, which counts)
+    rows = {**checkpoint.result_format, "result_format": "COMPLETE"}
     pairs = []
     for definition in checkpoint.validation_definitions:
         batch_parameters = {"dataframe": frame}
@@ -253,8 +257,12 @@ def _run_checkpoint(checkpoint: Any, frame: DataFrame, run_id: Any) -> list[tupl
             batch = definition.batch_definition.get_batch(batch_parameters=batch_parameters)
             by_id = {e.id: e for e in definition.suite.expectations}
             for i in failed:
-                expectation = by_id[validation.results[i].expectation_config.id]
-                validation.results[i] = batch.validate(expectation, result_format=checkpoint.result_format)
+                config = validation.results[i].expectation_config
+                expectation = by_id[config.id]
+                row_query = config.type == "unexpected_rows_expectation"
+                validation.results[i] = batch.validate(
+                    expectation, result_format=rows if row_query else checkpoint.result_format
+                )
         identifier = ValidationResultIdentifier(
             expectation_suite_identifier=ExpectationSuiteIdentifier(name=definition.suite.name),
             run_id=run_id,
