@@ -145,7 +145,7 @@ def _failed_on_d(alias: str) -> str:
 def _incident_exists(gxe: Any, table: str, only_failed_on_d: bool) -> Check:
     scope = f" AND {_failed_on_d('r')}" if only_failed_on_d else ""
     key = "r.msg_id, r.failed_at" if table == "failures" else "r.msg_id"
-    when = " (of a row whose message failed on the date: an earlier last failure's is that date's)"
+    when = " (checked for a row whose message failed on the date; an earlier last failure's incident is that date's)"
     return Check(
         f"{table}.incident_exists",
         gxe.UnexpectedRowsExpectation(
