@@ -187,7 +187,7 @@ def test_good_partition_passes_through_the_cli_and_writes_data_docs(
     assert summary["evaluated"] == len(summary["results"]) > 60
     page = pathlib.Path(summary["docs_page"])
     assert page == gx_root / "gx" / "uncommitted" / "data_docs" / "local_site" / "runs" / f"dt={DS}.html"
-    assert "passed" in page.read_text()
+    assert f'Validation of dt={DS} <span class="rr-status rr-passed">passed</span>' in page.read_text()
     assert set(summary["validation_pages"]) == set(TABLES)
     for path in summary["validation_pages"].values():
         assert pathlib.Path(path).is_file()
@@ -251,7 +251,10 @@ def test_broken_rules_fail_their_checks_at_their_configured_severity(
     dlq = next(r for r in summary.results if r.check == "transitions.dlq_at_max_or_override")
     assert dlq.observed == 1  # M3 only: M4's delay level -1 is the consumer's override
     assert not summary.success
-    assert "FAILED" in pathlib.Path(summary.docs_page).read_text()
+    assert (
+        f'Validation of dt={DS} <span class="rr-status rr-failed">failed</span>'
+        in pathlib.Path(summary.docs_page).read_text()
+    )
 
 
 @pytest.mark.spark
