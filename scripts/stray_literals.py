@@ -22,8 +22,6 @@ HOMES = ("contract.py", "engine/", "compensation/model.py")
 LEDGER_ROOMS = ("compensation", "explore", "airflow", "cli.py")
 # The same word naming another thing, declared where it is used (file, literal): not a second spelling.
 HOMONYMS = {
-    # the run report's word for a validation that failed
-    ("airflow/tasks.py", "FAILED"),
     # ConsumeReturnType's name as a trace record carries it (ConsumeContext#status, §7.2)
     ("jobs/ingest/patterns.py", "FAILED"),
     # the evidence kind of a copy in a retry topic (jobs/reconstruct/events.py, evidence kinds)

@@ -24,8 +24,12 @@ DS = "2026-11-20"
 T0 = dt.datetime(2026, 11, 20, 1, 0, 0)
 
 # the written tables' schemas, from the data contract (the suites check the same column sets)
-TABLES = ("events", "transitions", "lifecycles", "dead_letters", "unattributed")
+TABLES = (
+    "events", "transitions", "lifecycles", "dead_letters", "unattributed", "failures", "failure_causes", "incidents"
+)  # fmt: skip
 SCHEMAS = {table: contract.ddl(table) for table in TABLES}
+FP = "0123456789abcdef0123456789abcdef"  # a fingerprint (jobs/ingest/causes.py: sha2 hex cut to 32)
+FP_EARLIER = "00000000000000000000000000000000"  # the cause of a failure before DS
 
 
 def _at(seconds: float) -> dt.datetime:
@@ -69,19 +73,58 @@ def good_rows() -> dict[str, list[dict[str, Any]]]:
     lifecycles = [
         {"consumer_group": "GID_orders", "msg_id": "M1", "original_topic": "orders", "first_seen": _at(0),
          "last_seen": _at(11), "deliveries": 2, "final_state": "CONSUMED", "expected_final_state": "CONSUMED",
-         "max_reconsume_times": 1, "anomalies": [], "attribution": ["line"], "instances": ["app-01"]},
+         "max_reconsume_times": 1, "anomalies": [], "attribution": ["line"], "instances": ["app-01"],
+         "causes": [FP], "last_cause": FP, "failure_kind": "unknown", "kind_rule": "no-rule"},
         {"consumer_group": "GID_orders", "msg_id": "M2", "original_topic": "orders", "first_seen": _at(100),
          "last_seen": _at(200), "deliveries": 17, "final_state": "DEAD_LETTERED",
          "expected_final_state": "DEAD_LETTERED", "max_reconsume_times": 16, "anomalies": ["LATE_REDELIVERY"],
-         "attribution": ["container", "line"], "instances": ["app-01"]},
+         "attribution": ["container", "line"], "instances": ["app-01"], "causes": ["RETURNED_NULL"],
+         "last_cause": "RETURNED_NULL", "failure_kind": "outage", "incident_id": "I1", "kind_rule": "outage-window"},
+        # carried over from the day before, where it last failed, in that day's incident I0
+        {"consumer_group": "GID_orders", "msg_id": "M9", "original_topic": "orders", "first_seen": _at(-3600),
+         "last_seen": _at(30), "deliveries": 17, "final_state": "DEAD_LETTERED",
+         "expected_final_state": "DEAD_LETTERED", "max_reconsume_times": 16, "anomalies": [], "attribution": ["line"],
+         "instances": ["app-01"], "causes": [FP_EARLIER], "last_cause": FP_EARLIER, "failure_kind": "outage",
+         "incident_id": "I0", "kind_rule": "outage-window"},
     ]  # fmt: skip
     dead_letters = [
         {"consumer_group": "GID_orders", "msg_id": "M2", "original_topic": "orders", "dlq_at": _at(200),
          "reconsume_times": 16, "compensation_handler": "log-only", "dlq_inferred": False, "evidence": ["e9"],
-         "attribution": ["container", "line"], "compensable": True}
+         "attribution": ["container", "line"], "compensable": True, "cause_fingerprint": "RETURNED_NULL",
+         "cause": "RETURNED_NULL", "failure_kind": "outage", "incident_id": "I1", "kind_rule": "outage-window",
+         "redrive_advice": "outage-open"},
+        # dead-lettered on DS after its last failure on the day before (an inferred DLQ move): its cause and its
+        # incident are in that day's failure_causes and incidents, not in DS's
+        {"consumer_group": "GID_orders", "msg_id": "M9", "original_topic": "orders", "dlq_at": _at(30),
+         "reconsume_times": 16, "compensation_handler": "log-only", "dlq_inferred": True, "evidence": [],
+         "attribution": ["line"], "compensable": True, "cause_fingerprint": FP_EARLIER, "cause": "E: earlier",
+         "failure_kind": "outage", "incident_id": "I0", "kind_rule": "outage-window", "redrive_advice": "safe"},
+    ]  # fmt: skip
+    failure = {"consumer_group": "GID_orders", "source": "rocketmq-client-4x", "failure_kind": "unknown",
+               "kind_rule": "no-rule"}  # fmt: skip
+    failures = [
+        {**failure, "msg_id": "M1", "reconsume_times": 0, "failed_at": _at(1), "cause": FP,
+         "cause_evidence": "stack-trace", "event_id": "e1"},
+        *({**failure, "msg_id": "M2", "reconsume_times": r, "failed_at": _at(100 + r), "cause": "RETURNED_NULL",
+           "cause_evidence": "client-line", "failure_kind": "outage", "incident_id": "I1",
+           "kind_rule": "outage-window"} for r in range(17)),
+    ]  # fmt: skip
+    cause = {"consumer_group": "GID_orders", "failure_kind": "unknown", "kind_rule": "no-rule", "incidents": []}
+    failure_causes = [
+        {**cause, "fingerprint": FP, "exception_class": "java.lang.IllegalStateException", "failures": 1,
+         "messages": 1, "dead_letters": 0, "recovered": 1, "first_failure": _at(1), "last_failure": _at(1)},
+        {**cause, "fingerprint": "RETURNED_NULL", "failures": 17, "messages": 1, "dead_letters": 1, "recovered": 0,
+         "first_failure": _at(100), "last_failure": _at(116), "failure_kind": "outage",
+         "kind_rule": "outage-window", "incidents": ["I1"]},
+    ]  # fmt: skip
+    incidents = [
+        {"consumer_group": "GID_orders", "incident_id": "I1", "fingerprint": "RETURNED_NULL", "started_at": _at(100),
+         "last_failure_at": _at(116), "state": "open", "failures": 17, "messages": 1, "dead_letters": 1,
+         "recovered": 0, "failure_share": 1.0, "rule": "outage-window"},
     ]  # fmt: skip
     return {"events": events, "transitions": transitions, "lifecycles": lifecycles, "dead_letters": dead_letters,
-            "unattributed": []}  # fmt: skip
+            "unattributed": [], "failures": failures, "failure_causes": failure_causes,
+            "incidents": incidents}  # fmt: skip
 
 
 def write_warehouse(spark: Any, warehouse: pathlib.Path, tables: dict[str, list[dict[str, Any]]], ds: str = DS) -> None:
@@ -138,13 +181,14 @@ def test_good_partition_passes_through_the_cli_and_writes_data_docs(
     summary = json.loads(capsys.readouterr().out)
     assert [r["check"] for r in summary["results"] if not r["success"]] == []
     assert summary["success"] and summary["rows"] == {
-        "events": 5, "transitions": 21, "lifecycles": 2, "dead_letters": 1, "unattributed": 0
+        "events": 5, "transitions": 21, "lifecycles": 3, "dead_letters": 2, "unattributed": 0, "failures": 18,
+        "failure_causes": 2, "incidents": 1,
     }  # fmt: skip
-    assert summary["evaluated"] == len(summary["results"]) > 30
+    assert summary["evaluated"] == len(summary["results"]) > 60
     page = pathlib.Path(summary["docs_page"])
     assert page == gx_root / "gx" / "uncommitted" / "data_docs" / "local_site" / "runs" / f"dt={DS}.html"
-    assert "passed" in page.read_text()
-    assert set(summary["validation_pages"]) == {"events", "transitions", "lifecycles", "dead_letters", "unattributed"}
+    assert f'Validation of dt={DS} <span class="rr-status rr-passed">passed</span>' in page.read_text()
+    assert set(summary["validation_pages"]) == set(TABLES)
     for path in summary["validation_pages"].values():
         assert pathlib.Path(path).is_file()
     assert (page.parent.parent / "index.html").is_file()
@@ -207,7 +251,140 @@ def test_broken_rules_fail_their_checks_at_their_configured_severity(
     dlq = next(r for r in summary.results if r.check == "transitions.dlq_at_max_or_override")
     assert dlq.observed == 1  # M3 only: M4's delay level -1 is the consumer's override
     assert not summary.success
-    assert "FAILED" in pathlib.Path(summary.docs_page).read_text()
+    assert (
+        f'Validation of dt={DS} <span class="rr-status rr-failed">failed</span>'
+        in pathlib.Path(summary.docs_page).read_text()
+    )
+
+
+@pytest.mark.spark
+def test_broken_causes_fail_their_checks(spark: Any, gx_root: pathlib.Path, tmp_path: pathlib.Path) -> None:
+    """failures, failure_causes and incidents (docs/causes.md): each table's vocabulary, their agreement with each
+    other and with lifecycles and dead_letters, and the share of known causes per source format."""
+    tables = good_rows()
+    failures, causes, incidents = tables["failures"], tables["failure_causes"], tables["incidents"]
+    lifecycles, dead_letters = tables["lifecycles"], tables["dead_letters"]
+    pay = {"consumer_group": "GID_pay", "failure_kind": "unknown", "kind_rule": "no-rule"}
+    # a failure with a cause, evidence, kind and rule no contract names, in an incident DS does not have
+    failures.append(
+        {**failures[0], "reconsume_times": 1, "failed_at": _at(5), "cause": "not-a-cause", "cause_evidence": "guessed",
+         "failure_kind": "bad-luck", "kind_rule": "hunch", "incident_id": "I9"}
+    )  # fmt: skip
+    causes.append({**causes[0], "fingerprint": "not-a-cause", "dead_letters": 0, "recovered": 0})
+    # coverage per source: no line 0 of 2 known, spring-listener 2 of 3, rocketmq-client-4x 19 of 19
+    failures += [
+        {**pay, "msg_id": "M7", "reconsume_times": r, "failed_at": _at(300 + r), "source": None, "cause": "UNKNOWN",
+         "cause_evidence": "no-client-evidence"} for r in range(2)
+    ]  # fmt: skip
+    failures += [
+        {**pay, "msg_id": "M8", "reconsume_times": r, "failed_at": _at(400 + r), "source": "spring-listener",
+         "cause": cause, "cause_evidence": evidence, "incident_id": "I7" if r == 2 else None}
+        for r, (cause, evidence) in enumerate([(FP, "stack-trace"), (FP, "stack-trace"), ("UNKNOWN", "trace-cut")])
+    ]  # fmt: skip
+    failures[-1]["failed_at"] = None
+    incidents.append({**incidents[0], "consumer_group": "GID_pay", "incident_id": "I7", "fingerprint": "UNKNOWN"})
+    causes += [
+        # the UNKNOWN failures of GID_pay split over two rows (3 in all): the key repeats, the sum still agrees
+        {**pay, "fingerprint": "UNKNOWN", "failures": 1, "messages": 1, "dead_letters": 0},
+        {**pay, "fingerprint": "UNKNOWN", "failures": 2, "messages": None, "dead_letters": 0},
+        {**pay, "fingerprint": FP, "failures": 2, "messages": 1, "dead_letters": 0, "failure_kind": "chaos",
+         "kind_rule": "hunch"},
+    ]  # fmt: skip
+    causes[0]["failures"] = 2  # GID_orders has 1 failure with FP
+    causes[1]["dead_letters"] = 2  # and 1 dead letter with RETURNED_NULL
+    # M8 failed on DS: its lifecycle's and dead letter's incident must be DS's, its cause in failure_causes
+    lifecycles.append(
+        {**lifecycles[0], **pay, "msg_id": "M8", "failure_kind": "chaos", "incident_id": "I8", "kind_rule": "hunch"}
+    )
+    dead_letters.append(
+        {**dead_letters[0], **pay, "msg_id": "M8", "cause_fingerprint": "fedcba9876543210fedcba9876543210",
+         "failure_kind": "chaos", "kind_rule": "hunch", "incident_id": "I8", "redrive_advice": "yolo"}
+    )  # fmt: skip
+    incidents += [
+        {**incidents[0], **pay, "incident_id": "I6", "state": "closed", "rule": "hunch"},
+        {**incidents[0], **pay, "incident_id": "I6", "started_at": None},
+    ]
+
+    summary = _validate(spark, tmp_path, tables, cause_coverage_floor=0.7)
+    assert _failed(summary) == {
+        "failures.not_null": "critical",
+        "failures.cause_known": "critical",
+        "failures.cause_evidence_allowed": "critical",
+        "failures.failure_kind_allowed": "critical",
+        "failures.kind_rule_allowed": "critical",
+        "failures.incident_exists": "critical",
+        "failures.cause_coverage": "warning",
+        "failure_causes.not_null": "critical",
+        "failure_causes.key_unique": "critical",
+        "failure_causes.failure_kind_allowed": "critical",
+        "failure_causes.kind_rule_allowed": "critical",
+        "failure_causes.failures_match": "critical",
+        "failure_causes.dead_letters_match": "critical",
+        "incidents.not_null": "critical",
+        "incidents.incident_id_unique": "critical",
+        "incidents.state_allowed": "critical",
+        "incidents.rule_allowed": "critical",
+        "lifecycles.failure_kind_allowed": "critical",
+        "lifecycles.incident_exists": "critical",
+        "dead_letters.failure_kind_allowed": "critical",
+        "dead_letters.kind_rule_allowed": "critical",
+        "dead_letters.redrive_advice_allowed": "critical",
+        "dead_letters.cause_in_failure_causes": "critical",
+        "dead_letters.incident_exists": "critical",
+        "lifecycles.kind_rule_allowed": "critical",
+    }
+    observed = {r.check: r.observed for r in summary.results if not r.success and r.observed is not None}
+    assert observed == {
+        "failures.cause_known": 1,  # not-a-cause
+        "failures.incident_exists": 1,  # I9
+        "failures.cause_coverage": 2,  # (no line) 0.0 and spring-listener 0.667 below 0.7
+        "failure_causes.failures_match": 1,  # GID_orders FP: 2 against 1
+        "failure_causes.dead_letters_match": 2,  # GID_orders RETURNED_NULL 2 against 1; GID_pay M8's cause
+        "lifecycles.incident_exists": 1,  # M8's I8 (M9's I0 is the day before's: M9 has no failure on DS)
+        "dead_letters.cause_in_failure_causes": 1,  # M8 (M9's cause is the day before's)
+        "dead_letters.incident_exists": 1,  # M8's I8
+    }
+    unexpected = {r.check: r.unexpected for r in summary.results if not r.success and r.unexpected is not None}
+    assert unexpected == {
+        "failures.not_null": 1,
+        "failures.cause_evidence_allowed": 1,
+        "failures.failure_kind_allowed": 1,
+        "failures.kind_rule_allowed": 1,
+        "failure_causes.not_null": 1,
+        "failure_causes.key_unique": 2,
+        "failure_causes.failure_kind_allowed": 1,
+        "failure_causes.kind_rule_allowed": 1,
+        "incidents.not_null": 1,
+        "incidents.incident_id_unique": 2,
+        "incidents.state_allowed": 1,
+        "incidents.rule_allowed": 1,
+        "lifecycles.failure_kind_allowed": 1,
+        "lifecycles.kind_rule_allowed": 1,
+        "dead_letters.failure_kind_allowed": 1,
+        "dead_letters.kind_rule_allowed": 1,
+        "dead_letters.redrive_advice_allowed": 1,
+    }
+    # the coverage warning's page lists the sources below the floor: failures, known causes, share, source
+    page = pathlib.Path(summary.validation_pages["failures"]).read_text()
+    assert "<th>failures</th><th>known_cause</th><th>share</th><th>source</th>" in page
+    assert "<td>2</td><td>0</td><td>0.0</td><td>(no line)</td>" in page
+    assert "<td>3</td><td>2</td><td>0.667</td><td>spring-listener</td>" in page
+
+
+@pytest.mark.spark
+def test_cause_coverage_floor_is_the_configured_one(spark: Any, gx_root: pathlib.Path, tmp_path: pathlib.Path) -> None:
+    """The good day's one source has 18 of 18 failures with a known cause; one UNKNOWN more makes it 18 of 19
+    (0.947): a floor of 0.95 warns, the default 0.5 does not, and the severity is the configured one."""
+    tables = good_rows()
+    tables["failures"].append({**tables["failures"][0], "reconsume_times": 1, "cause": "UNKNOWN",
+                               "cause_evidence": "trace-cut"})  # fmt: skip
+    tables["failure_causes"].append({**tables["failure_causes"][0], "fingerprint": "UNKNOWN", "recovered": 0})
+    assert _failed(_validate(spark, tmp_path / "default", tables)) == {}
+    summary = _validate(
+        spark, tmp_path / "floor", tables, cause_coverage_floor=0.95,
+        severities={"failures.cause_coverage": "critical"},
+    )  # fmt: skip
+    assert _failed(summary) == {"failures.cause_coverage": "critical"} and not summary.success
 
 
 HOSTILE = "<img src=x onerror=alert(1)>"
@@ -342,3 +519,60 @@ def test_every_event_type_the_ingest_job_emits_is_allowed() -> None:
 
     emitted = {statement.event_type for statement in ingest_patterns.STATEMENTS}
     assert emitted - set(EVENT_TYPES) == set()
+
+
+def test_validate_starts_its_own_session_quiet(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A session validate starts itself logs errors only, from its first line (log4j2.properties), and draws no
+    progress bar; the deployment's spark.conf still wins. A session that already runs is used as it is."""
+    from rocketmq_retry import spark_session
+    from rocketmq_retry.config import Config
+    from rocketmq_retry.validation import run as validation_run
+
+    built: dict[str, Any] = {}
+
+    class Session:
+        def stop(self) -> None:
+            built["stopped"] = True
+
+    def build(name: str, **kwargs: Any) -> Session:
+        built.update(kwargs, name=name)
+        return Session()
+
+    monkeypatch.setattr(spark_session, "active_session", lambda: None)
+    monkeypatch.setattr(spark_session, "build_spark_session", build)
+    monkeypatch.setattr(validation_run, "prefetch_great_expectations", lambda remote: None)
+    monkeypatch.setattr(validation_run, "validate_partition", lambda *args: "summary")
+    config = Config.model_validate({"spark": {"conf": {"spark.log.level": "WARN"}}})
+    assert validation_run.run(DS, "wh", config) == "summary" and built["stopped"]
+    options = f"{spark_session.JAVA_OPTIONS} -Dlog4j2.configurationFile={validation_run.LOG4J2.as_uri()}"
+    assert built["conf"] == {
+        "spark.log.level": "WARN",  # the deployment's
+        "spark.ui.showConsoleProgress": "false",
+        "spark.driver.extraJavaOptions": options,
+    }
+    log4j = validation_run.LOG4J2.read_text()
+    assert "rootLogger.level = error" in log4j and "logger.pygateway.level = error" in log4j
+
+
+@pytest.mark.spark
+def test_a_validate_that_passes_writes_nothing_on_stderr_and_ends_with_the_page_url(
+    spark: Any, gx_root: pathlib.Path, tmp_path: pathlib.Path
+) -> None:
+    """`rocketmq-retry validate` in its own process (its own Spark driver): Airflow logs a task's stderr as ERROR,
+    so a run that passes writes nothing there but the JVM's own notice of the vector module Spark adds (no log4j
+    level reaches it); its last line is the run page's URL."""
+    import subprocess
+    import sys
+
+    warehouse = tmp_path / "warehouse"
+    write_warehouse(spark, warehouse, good_rows())
+    done = subprocess.run(
+        [sys.executable, "-m", "rocketmq_retry.cli", "validate", "--date", DS, "--warehouse", str(warehouse)],
+        capture_output=True, text=True, timeout=600, check=False,
+        env={**os.environ, "ROCKETMQ_RETRY_GX_ROOT": str(gx_root)},
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert set(done.stderr.splitlines()) <= {"WARNING: Using incubator modules: jdk.incubator.vector"}, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0].startswith(f"validation dt={DS}: passed (")
+    assert lines[-1] == f"  Data Docs: /rocketmq-retry/data-docs/runs/dt={DS}.html"

@@ -186,6 +186,36 @@ DEFAULT_SEVERITIES: dict[str, Severity] = {
     # lines no evidence gave a group are reported, never placed: the day's lifecycles stand without them
     "unattributed.schema": "critical",
     "unattributed.none": "warning",
+    # causes (docs/causes.md): the enumerations and the tables' agreement are the writers' contract; the share of
+    # failures with a known cause is what the collected logs allow, so a low one is reported, not blocking
+    "failures.schema": "critical",
+    "failures.not_null": "critical",
+    "failures.cause_known": "critical",
+    "failures.cause_evidence_allowed": "critical",
+    "failures.failure_kind_allowed": "critical",
+    "failures.kind_rule_allowed": "critical",
+    "failures.incident_exists": "critical",
+    "failures.cause_coverage": "warning",
+    "failure_causes.schema": "critical",
+    "failure_causes.not_null": "critical",
+    "failure_causes.key_unique": "critical",
+    "failure_causes.failure_kind_allowed": "critical",
+    "failure_causes.kind_rule_allowed": "critical",
+    "failure_causes.failures_match": "critical",
+    "failure_causes.dead_letters_match": "critical",
+    "incidents.schema": "critical",
+    "incidents.not_null": "critical",
+    "incidents.incident_id_unique": "critical",
+    "incidents.state_allowed": "critical",
+    "incidents.rule_allowed": "critical",
+    "lifecycles.failure_kind_allowed": "critical",
+    "lifecycles.kind_rule_allowed": "critical",
+    "lifecycles.incident_exists": "critical",
+    "dead_letters.failure_kind_allowed": "critical",
+    "dead_letters.kind_rule_allowed": "critical",
+    "dead_letters.redrive_advice_allowed": "critical",
+    "dead_letters.cause_in_failure_causes": "critical",
+    "dead_letters.incident_exists": "critical",
 }
 
 
@@ -202,6 +232,13 @@ class ValidationSettings(BaseModel):
     )
     drift_tolerance_ms: int = Field(
         60_000, ge=0, description="|observed_at - expected_at| allowed for a transition before it counts as drift."
+    )
+    cause_coverage_floor: float = Field(
+        0.5,
+        ge=0,
+        le=1,
+        description="Per source format, the share of a date's failures whose cause is known (not UNKNOWN) below "
+        "which the check failures.cause_coverage warns (docs/causes.md).",
     )
     severities: dict[str, Severity] = Field(
         default_factory=dict, description="Per-check overrides of DEFAULT_SEVERITIES (check id -> severity)."

@@ -20,7 +20,7 @@ from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOpe
 from airflow.sdk import BaseOperator, BaseSensorOperator
 
 from rocketmq_retry.airflow.assets import emit_partitions
-from rocketmq_retry.airflow.links import DataDocsLink
+from rocketmq_retry.airflow.links import DataDocsLink, docs_url
 from rocketmq_retry.urls import RESOLVE_TASK, XCOM_DOCS_PATH
 
 
@@ -327,13 +327,13 @@ class ValidatePartitionOperator(BaseOperator):
             raise AirflowFailException(str(exc)) from None
         settings = config.validation
         page = run_page_path(settings.docs_dir, paths["ds"])
-        context["ti"].xcom_push(key=XCOM_DOCS_PATH, value=page.relative_to(settings.docs_dir).as_posix())
-        self.log.info("%s", summary.render())
+        relative = page.relative_to(settings.docs_dir).as_posix()
+        context["ti"].xcom_push(key=XCOM_DOCS_PATH, value=relative)
+        url = docs_url(relative)  # the Data Docs button's target: what a reader of the log opens
         for warning in summary.warning_failures:
             self.log.warning("validation warning: %s (%s) on %s", warning.check, warning.expectation, warning.table)
+        self.log.info("%s", summary.render(url))  # last: its last line is the page's URL
         if not summary.success:
             failed = ", ".join(r.check for r in summary.critical_failures)
-            raise AirflowFailException(
-                f"critical expectations failed for dt={paths['ds']}: {failed}; see {summary.docs_page}"
-            )
+            raise AirflowFailException(f"critical expectations failed for dt={paths['ds']}: {failed}; see {url}")
         return summary.as_dict()

@@ -10,7 +10,9 @@ expectation's status as an icon of the Font Awesome font. Offline, and under the
 * the views put ``docs_templates/`` in front of GX's templates: pages without a single foreign URL or script, styled
   by one small stylesheet of this project's, inlined;
 * the index is rendered on the server: one row per run date, linking the run's page (``runs/dt=D.html``, written by
-  ``validation/run.py``), the operator's overview of that date, and each table's validation page, status in words;
+  ``validation/run.py``), the operator's overview of that date, and each table's validation page, status in words
+  (``validation/status.py``: a day with only warnings has passed with warnings; the index builder below counts each
+  validation's failures by severity, which GX's links do not carry);
 * a validation page says each expectation's status and severity in words, shows up to ``EXAMPLE_ROWS`` failing rows
   (msg_id linked to the operator's message page, consumer group, the offending value) and links the run's pages.
 
@@ -30,11 +32,13 @@ from great_expectations.render.renderer.content_block.validation_results_table_c
     ValidationResultsTableContentBlockRenderer,
 )
 from great_expectations.render.renderer.page_renderer import ValidationResultsPageRenderer
+from great_expectations.render.renderer.site_builder import DefaultSiteIndexBuilder
 from great_expectations.render.renderer.site_index_page_renderer import SiteIndexPageRenderer
 from great_expectations.render.view.view import DefaultJinjaIndexPageView, DefaultJinjaPageView
 from jinja2 import ChoiceLoader, FileSystemLoader
 
 from rocketmq_retry.urls import message_url, run_page, run_url
+from rocketmq_retry.validation.status import badge, status
 
 TEMPLATES = pathlib.Path(__file__).with_name("docs_templates")
 EXAMPLE_ROWS = 10
@@ -82,6 +86,13 @@ def status_of(result: Any) -> str:
     if (result.exception_info or {}).get("raised_exception"):
         return "Error"
     return "Success" if result.success else "Failed"
+
+
+def failures_by_severity(results: Any) -> tuple[int, int]:
+    """(critical, warning) failures among a validation's expectation results."""
+    failed = [r for r in results if not r.success]
+    critical = sum(1 for r in failed if severity_of(r) == "critical")
+    return critical, len(failed) - critical
 
 
 def status_html(result: Any) -> str:
@@ -206,8 +217,11 @@ class OperatorValidationPageRenderer(ValidationResultsPageRenderer):
     @classmethod
     def _render_validation_header(cls, validation_results: Any) -> Any:
         header = super()._render_validation_header(validation_results)
-        # The icon is a Font Awesome glyph (a CDN font); the word next to it ("Succeeded"/"Failed") stays.
-        header.subheader.string_template["params"]["html_success_icon"] = ""
+        # The icon is a Font Awesome glyph (a CDN font); GX's word next to it ("Failed" for a suite with only
+        # warnings) gives way to the validation's status (validation/status.py).
+        params = header.subheader.string_template["params"]
+        params["html_success_icon"] = ""
+        params["success"] = status(*failures_by_severity(validation_results.results))
         return header
 
     def render(self, validation_results: Any, suite_parameters: Any = None) -> Any:
@@ -218,12 +232,10 @@ class OperatorValidationPageRenderer(ValidationResultsPageRenderer):
             else None
         )
         ds = run_date(run_name)
-        failed = [r for r in validation_results.results if not r.success]
-        critical = sum(1 for r in failed if severity_of(r) == "critical")
-        status = "Success" if not failed else ("Failed" if critical else "Success with warnings")
+        critical, warnings = failures_by_severity(validation_results.results)
         parts = [
-            f'<p class="rr-run-status">Status: <span class="rr-status rr-{status.split()[0].lower()}">{status}</span>'
-            f" ({len(validation_results.results)} expectations, {critical} critical and {len(failed) - critical} "
+            f'<p class="rr-run-status">Status: {badge(status(critical, warnings))}'
+            f" ({len(validation_results.results)} expectations, {critical} critical and {warnings} "
             "warning failure(s))</p>"
         ]
         if ds:
@@ -252,14 +264,12 @@ class OperatorIndexPageRenderer(SiteIndexPageRenderer):
         rows = []
         for ds in sorted(by_date, reverse=True):
             links = sorted(by_date[ds], key=lambda link: str(link.get("expectation_suite_name")))
-            ok = all(link.get("validation_success") for link in links)
-            status = "Success" if ok else "Failed"
+            counts = [_link_failures(link) for link in links]
+            day = status(sum(c for c, _ in counts), sum(w for _, w in counts))
             validations = ", ".join(
                 f'<a href="{html.escape(str(link.get("filepath") or ""), quote=True)}">'
-                f"{_text(link.get('asset_name') or link.get('expectation_suite_name'))}</a> "
-                f'<span class="rr-status rr-{"success" if link.get("validation_success") else "failed"}">'
-                f"{'Success' if link.get('validation_success') else 'Failed'}</span>"
-                for link in links
+                f"{_text(link.get('asset_name') or link.get('expectation_suite_name'))}</a> {badge(status(*n))}"
+                for link, n in zip(links, counts, strict=True)
             )
             pages = (
                 f'<a href="{html.escape(run_page(ds), quote=True)}">run page</a> · '
@@ -267,10 +277,7 @@ class OperatorIndexPageRenderer(SiteIndexPageRenderer):
                 if run_date(f"dt={ds}")
                 else ""
             )
-            rows.append(
-                f'<tr><td>{_text(ds)}</td><td><span class="rr-status rr-{status.lower()}">{status}</span></td>'
-                f"<td>{pages}</td><td>{validations}</td></tr>"
-            )
+            rows.append(f"<tr><td>{_text(ds)}</td><td>{badge(day)}</td><td>{pages}</td><td>{validations}</td></tr>")
         runs = (
             '<table class="rr-table rr-runs"><thead><tr><th>Date</th><th>Status</th><th>Pages</th>'
             f"<th>Validations (any failure in words: see its page)</th></tr></thead><tbody>{''.join(rows)}</tbody>"
@@ -294,6 +301,40 @@ class OperatorIndexPageRenderer(SiteIndexPageRenderer):
             sections=[RenderedSectionContent(section_name="RocketMQ retry validation", content_blocks=blocks)],
             utm_medium="index-page",
         )
+
+
+CRITICAL_FAILURES = "rr_critical_failures"  # keys the index builder adds to each of GX's validation links
+WARNING_FAILURES = "rr_warning_failures"
+
+
+def _link_failures(link: dict[str, Any]) -> tuple[int, int]:
+    """(critical, warning) failures of one validation link. A link the builder could not count (its result no
+    longer readable) is known only by GX's success flag: failed then counts as critical, GX's default severity."""
+    if isinstance(link.get(CRITICAL_FAILURES), int) and isinstance(link.get(WARNING_FAILURES), int):
+        return link[CRITICAL_FAILURES], link[WARNING_FAILURES]
+    return (0, 0) if link.get("validation_success") else (1, 0)
+
+
+class OperatorSiteIndexBuilder(DefaultSiteIndexBuilder):
+    """GX's index builder, whose validation links say only whether every expectation passed: each link also gets
+    its failures counted by severity, so that the index can tell a day that passed with warnings from a failed one
+    (``OperatorIndexPageRenderer``)."""
+
+    def _add_validations_to_index_links(self, index_links_dict: Any, validation_and_profiling_result_site_keys: Any):
+        super()._add_validations_to_index_links(index_links_dict, validation_and_profiling_result_site_keys)
+        for link in index_links_dict.get("validations_links") or []:
+            if CRITICAL_FAILURES in link:
+                continue
+            try:
+                validation = self.data_context.get_validation_result(
+                    batch_identifier=link.get("batch_identifier"),
+                    expectation_suite_name=link.get("expectation_suite_name"),
+                    run_id=link.get("run_id"),
+                    validation_results_store_name=self.source_stores.get("validations"),
+                )
+                link[CRITICAL_FAILURES], link[WARNING_FAILURES] = failures_by_severity(validation.results)
+            except Exception:  # GX itself skips a result it cannot read; _link_failures falls back to its flag
+                continue
 
 
 class _OfflineTemplates:

@@ -41,7 +41,8 @@ DOCS_SITE_CONFIG: dict[str, Any] = {
         "base_directory": "uncommitted/data_docs/local_site/",
     },
     "site_index_builder": {
-        "class_name": "DefaultSiteIndexBuilder",
+        "module_name": _DOCS,
+        "class_name": "OperatorSiteIndexBuilder",
         "show_cta_footer": False,
         "renderer": {"module_name": _DOCS, "class_name": "OperatorIndexPageRenderer"},
         "view": {"module_name": _DOCS, "class_name": "OfflineIndexPageView"},
@@ -56,6 +57,8 @@ DOCS_SITE_CONFIG: dict[str, Any] = {
     },
 }
 
+PROGRESS_BARS = {"globally": False, "metric_calculations": False}
+
 # The columns that name a failing row in each table, so a failing column expectation lists which messages failed
 # (GX's unexpected_index_column_names); unattributed rows have no message, their source file and type say enough.
 INDEX_COLUMNS = {
@@ -64,6 +67,9 @@ INDEX_COLUMNS = {
     "lifecycles": ["consumer_group", "msg_id"],
     "dead_letters": ["consumer_group", "msg_id"],
     "unattributed": ["source_file", "event_type"],
+    "failures": ["consumer_group", "msg_id", "reconsume_times"],
+    "failure_causes": ["consumer_group", "fingerprint"],
+    "incidents": ["consumer_group", "incident_id"],
 }
 
 
@@ -133,6 +139,13 @@ def open_project(config: Config, settings: ValidationSettings) -> gx.data_contex
         sites = dict(context.variables.data_docs_sites or {})
         sites[DOCS_SITE] = DOCS_SITE_CONFIG
         context.variables.data_docs_sites = sites
+        context.variables.save()
+
+    if dict(context.variables.progress_bars or {}) != PROGRESS_BARS:
+        # GX draws a "Calculating Metrics" bar on stderr for every suite: in a task log, red lines of noise.
+        from great_expectations.data_context.types.base import ProgressBarsConfig
+
+        context.variables.progress_bars = ProgressBarsConfig(**PROGRESS_BARS)
         context.variables.save()
 
     datasource = _get_or_none(context.data_sources.get, DATASOURCE) or context.data_sources.add_spark(name=DATASOURCE)

@@ -1,10 +1,10 @@
 """Validate one date partition of the warehouse: the code behind ``rocketmq-retry validate`` and the DAG's
 ``validate`` task.
 
-Reads ``<warehouse>/{events,transitions,lifecycles}/dt=<date>`` with Spark, runs one checkpoint per table (all
-under the run name ``dt=<date>``, so a re-run replaces its own results and pages), updates Data Docs, writes a
-page for the date that links the three validation pages, and returns a summary in which failures are split by
-the severity configured for their check.
+Reads ``<warehouse>/<table>/dt=<date>`` of every table the suites check (``suites.TABLES``) with Spark, runs one
+checkpoint per table (all under the run name ``dt=<date>``, so a re-run replaces its own results and pages), updates
+Data Docs, writes a page for the date that links the tables' validation pages, and returns a summary in which
+failures are split by the severity configured for their check.
 """
 
 from __future__ import annotations
@@ -27,9 +27,10 @@ from typing import TYPE_CHECKING, Any
 
 from rocketmq_retry.dates import partition_date
 from rocketmq_retry.errors import InputError, UserError
-from rocketmq_retry.urls import run_page, run_url
+from rocketmq_retry.urls import docs_url, run_page, run_url
 from rocketmq_retry.validation.settings import ValidationSettings
-from rocketmq_retry.validation.suites import TABLES
+from rocketmq_retry.validation.status import badge, status
+from rocketmq_retry.validation.suites import TABLES, view
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -95,24 +96,39 @@ class ValidationSummary:
     def warning_failures(self) -> list[CheckResult]:
         return [r for r in self.results if not r.success and r.severity != "critical"]
 
+    @property
+    def status(self) -> str:
+        """passed, passed with warnings or failed (validation/status.py)."""
+        return status(len(self.critical_failures), len(self.warning_failures))
+
+    @property
+    def docs_url(self) -> str:
+        """The run page's URL on the api-server, relative to it (the Airflow task makes it absolute with its
+        ``[api] base_url``: airflow/links.py)."""
+        return docs_url(run_page(self.ds))
+
     def as_dict(self) -> dict[str, Any]:
         out = asdict(self)
+        out["status"] = self.status
         out["critical_failures"] = [r.check for r in self.critical_failures]
         out["warning_failures"] = [r.check for r in self.warning_failures]
         out["evaluated"] = len(self.results)
+        out["docs_url"] = self.docs_url
         return out
 
-    def render(self) -> str:
+    def render(self, docs_link: str | None = None) -> str:
+        """The summary a person reads in a log: the status, each failed check, and last the run page's URL
+        (``docs_link``, else ``docs_url``), which a log viewer turns into a link; the page's file before it."""
         lines = [
-            f"validation dt={self.ds}: {len(self.results)} expectations, "
-            f"{len(self.critical_failures)} critical failure(s), {len(self.warning_failures)} warning(s)"
-            + ("" if self.critical_failures else " -> passed"),
+            f"validation dt={self.ds}: {self.status} ({len(self.results)} expectations, "
+            f"{len(self.critical_failures)} critical failure(s), {len(self.warning_failures)} warning(s))"
         ]
         for r in self.critical_failures + self.warning_failures:
             detail = f"{r.unexpected} unexpected" if r.unexpected is not None else f"observed {r.observed}"
             where = f" column {r.column}" if r.column else ""
             lines.append(f"  [{r.severity.upper()}] {r.check}{where} ({r.expectation}): {detail}")
-        lines.append(f"  Data Docs: {self.docs_page}")
+        lines.append(f"  page file: {self.docs_page}")
+        lines.append(f"  Data Docs: {docs_link or self.docs_url}")
         return "\n".join(lines)
 
 
@@ -145,12 +161,15 @@ def validate_partition(
     # Cached: GE computes each metric with its own Spark job, and re-reading Parquet for each costs more
     # than the metric itself.
     frames = {table: _read_partition(spark, warehouse, table, ds).cache() for table in TABLES}
+    for table, frame in frames.items():  # what the checks across tables read (suites.view)
+        frame.createOrReplaceTempView(view(table))
     try:
         # counted (and cached) before Great Expectations is needed: meanwhile it may still be loading (``run``)
         rows = {table: frame.count() for table, frame in frames.items()}
         return _validate_frames(frames, rows, config, settings, ds, warehouse)
     finally:
-        for frame in frames.values():  # a worker or test session that outlives the run keeps no cached blocks
+        for table, frame in frames.items():  # a worker or test session that outlives the run keeps no cached blocks
+            spark.catalog.dropTempView(view(table))
             frame.unpersist()
 
 
@@ -210,7 +229,8 @@ def _run_checkpoint(checkpoint: Any, frame: DataFrame, run_id: Any) -> list[tupl
 
     Each suite runs with the checkpoint's stored format at level BASIC (counts and observed values), and only its
     failing expectations run again with the stored format itself (SUMMARY: example values and the rows that failed,
-    for the page), their results put in place of the BASIC ones. GX computes SUMMARY's examples with extra Spark
+    for the page; COMPLETE for a row query, whose rows SUMMARY leaves out), their results put in place of the BASIC
+    ones. GX computes SUMMARY's examples with extra Spark
     queries for every column expectation, passing or not: a passing expectation (nearly all of them on any day) is
     spared those, and a failing one gets the result a SUMMARY run of the whole suite gives it (GX's ``Batch.validate``
     of one expectation and a suite's run go through the same ``Validator._validate_expectation_configs``)."""
@@ -220,6 +240,9 @@ def _run_checkpoint(checkpoint: Any, frame: DataFrame, run_id: Any) -> list[tupl
     )
 
     basic = {**checkpoint.result_format, "result_format": "BASIC"}
+    # A row query returns the rows it found only under COMPLETE (GX caps them at 200); its query already ran, so
+    # the rows cost nothing more, and its page can list them (which group, which source, which counts)
+    rows = {**checkpoint.result_format, "result_format": "COMPLETE"}
     pairs = []
     for definition in checkpoint.validation_definitions:
         batch_parameters = {"dataframe": frame}
@@ -234,8 +257,12 @@ def _run_checkpoint(checkpoint: Any, frame: DataFrame, run_id: Any) -> list[tupl
             batch = definition.batch_definition.get_batch(batch_parameters=batch_parameters)
             by_id = {e.id: e for e in definition.suite.expectations}
             for i in failed:
-                expectation = by_id[validation.results[i].expectation_config.id]
-                validation.results[i] = batch.validate(expectation, result_format=checkpoint.result_format)
+                config = validation.results[i].expectation_config
+                expectation = by_id[config.id]
+                row_query = config.type == "unexpected_rows_expectation"
+                validation.results[i] = batch.validate(
+                    expectation, result_format=rows if row_query else checkpoint.result_format
+                )
         identifier = ValidationResultIdentifier(
             expectation_suite_identifier=ExpectationSuiteIdentifier(name=definition.suite.name),
             run_id=run_id,
@@ -249,30 +276,64 @@ def run_page_path(docs_dir: pathlib.Path, ds: str) -> pathlib.Path:
     return docs_dir / run_page(ds)
 
 
+# The Data Docs' own stylesheet (docs_site.py inlines it in every GX page): the run page looks like the rest.
+STYLESHEET = pathlib.Path(__file__).with_name("docs_templates") / "rocketmq_retry_docs.css"
+
+
+def _failed_check_html(r: CheckResult) -> str:
+    count = r.unexpected if r.unexpected is not None else r.observed if isinstance(r.observed, int) else None
+    where = f" ({html.escape(r.column)})" if r.column else ""
+    rows = f' <span class="rr-caption">{count} unexpected</span>' if count is not None else ""
+    return (
+        f"<li><code>{html.escape(r.check)}</code>{where} "
+        f'<span class="rr-severity rr-{html.escape(r.severity)}">{html.escape(r.severity)}</span>{rows}</li>'
+    )
+
+
+def run_page_html(summary: ValidationSummary, page_dir: pathlib.Path) -> str:
+    """The run's page: its status, then one row per table (rows, status, the checks that failed with their
+    severity), linking each table's validation page, the operator's overview of the date and the index."""
+    ds = html.escape(summary.ds)
+    rows = []
+    for table in TABLES:
+        target = summary.validation_pages.get(table, "")
+        rel = urllib.parse.quote(os.path.relpath(target, page_dir)) if target else ""
+        failed = [r for r in summary.results if r.table == table and not r.success]
+        critical = sum(1 for r in failed if r.severity == "critical")
+        name = f'<a href="{html.escape(rel, quote=True)}">{html.escape(table)}</a>' if rel else html.escape(table)
+        checks = (
+            f'<ul class="rr-checks">{"".join(_failed_check_html(r) for r in failed)}</ul>'
+            if failed
+            else '<span class="rr-caption">all expectations met</span>'
+        )
+        rows.append(
+            f'<tr><td>{name}</td><td class="rr-num">{summary.rows.get(table, 0):,}</td>'
+            f"<td>{badge(status(critical, len(failed) - critical))}</td><td>{checks}</td></tr>"
+        )
+    checked = len(summary.results)
+    return (
+        '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1.0">'
+        f"<title>Validation of dt={ds}</title><style>{STYLESHEET.read_text(encoding='utf-8')}</style></head><body>"
+        '<nav class="rr-navbar"><a class="rr-home" href="../index.html">RocketMQ retry Data Docs</a>'
+        f'<span class="rr-breadcrumb">Validation of dt={ds}</span></nav><main class="rr-page rr-run">'
+        f'<h1 class="rr-title">Validation of dt={ds} {badge(summary.status)}</h1>'
+        f'<p class="rr-run-status">{checked} expectations over {len(TABLES)} tables: '
+        f"{len(summary.critical_failures)} critical failure(s), {len(summary.warning_failures)} warning(s). "
+        "A critical failure fails the run and holds back compensation; a warning is reported only.</p>"
+        f'<p class="rr-run-links"><a href="{html.escape(run_url(summary.ds), quote=True)}">Run overview of {ds}</a>'
+        ' · <a href="../index.html">All validation runs</a></p>'
+        '<table class="rr-table rr-tables"><thead><tr><th>Table</th><th class="rr-num">Rows</th><th>Status</th>'
+        f"<th>Failed checks</th></tr></thead><tbody>{''.join(rows)}</tbody></table></main></body></html>"
+    )
+
+
 def _write_run_page(docs_dir: pathlib.Path, summary: ValidationSummary) -> str:
     """One page per date linking its validation pages and the operator's overview of the date: what the Airflow
     extra link opens."""
     page = run_page_path(docs_dir, summary.ds)
     page.parent.mkdir(parents=True, exist_ok=True)
-    status = "passed" if summary.success else "FAILED (critical)"
-    items = []
-    for table in TABLES:
-        target = summary.validation_pages.get(table, "")
-        rel = urllib.parse.quote(os.path.relpath(target, page.parent)) if target else ""
-        failed = [r for r in summary.results if r.table == table and not r.success]
-        detail = ", ".join(f"{r.check} [{r.severity}]" for r in failed) or "all expectations met"
-        items.append(
-            f'<li><a href="{html.escape(rel)}">{html.escape(table)}</a> '
-            f"({summary.rows.get(table, 0)} rows): {html.escape(detail)}</li>"
-        )
-    body = (
-        "<!doctype html><html><head><meta charset='utf-8'>"
-        f"<title>rocketmq-retry validation dt={html.escape(summary.ds)}</title></head><body>"
-        f"<h1>Validation of dt={html.escape(summary.ds)}: {status}</h1>"
-        f"<p>{len(summary.critical_failures)} critical failure(s), {len(summary.warning_failures)} warning(s).</p>"
-        f"<ul>{''.join(items)}</ul><p><a href='{html.escape(run_url(summary.ds), quote=True)}'>Run overview of "
-        f"{html.escape(summary.ds)}</a> · <a href='../index.html'>All Data Docs</a></p></body></html>"
-    )
+    body = run_page_html(summary, page.parent)
     tmp = page.with_suffix(".tmp")
     tmp.write_text(body, encoding="utf-8")
     tmp.replace(page)
@@ -282,6 +343,24 @@ def _write_run_page(docs_dir: pathlib.Path, summary: ValidationSummary) -> str:
 
 def _url_to_path(url: str) -> str:
     return urllib.parse.unquote(urllib.parse.urlparse(url).path) if url.startswith("file:") else url
+
+
+# The driver's log4j configuration when validate starts its own session: errors only (see the file).
+LOG4J2 = pathlib.Path(__file__).with_name("log4j2.properties")
+
+
+def quiet_conf() -> dict[str, str]:
+    """What validate's own session adds to the configured settings so that a run that succeeds writes nothing on
+    stderr, which Airflow logs as ERROR lines: Spark's startup notices and WARN lines (the log level, and a log4j
+    configuration read before the first line is logged) and its console progress bar. Errors still reach stderr.
+    The config's ``spark.conf`` wins over these, as it does over every default."""
+    from rocketmq_retry.spark_session import JAVA_OPTIONS
+
+    return {
+        "spark.log.level": "ERROR",
+        "spark.ui.showConsoleProgress": "false",
+        "spark.driver.extraJavaOptions": f"{JAVA_OPTIONS} -Dlog4j2.configurationFile={LOG4J2.as_uri()}",
+    }
 
 
 def run(ds: str, warehouse: str, config: Config | str | None) -> ValidationSummary:
@@ -301,7 +380,7 @@ def run(ds: str, warehouse: str, config: Config | str | None) -> ValidationSumma
         master=config.spark.master,
         driver_memory=config.spark.driver_memory,
         shuffle_partitions=config.spark.shuffle_partitions,
-        conf=config.spark.conf,
+        conf={**quiet_conf(), **config.spark.conf},
     )
     try:
         return validate_partition(ds, warehouse, config, settings, spark)

@@ -1,17 +1,19 @@
-"""The expectation suites for events, transitions, lifecycles, dead_letters and unattributed (DESIGN §4), as
-declarative GE expectations, one function per table.
+"""The expectation suites for events, transitions, lifecycles, dead_letters, unattributed, failures,
+failure_causes and incidents (DESIGN §4), as declarative GE expectations, one function per table.
 
 Suites are built from code plus configuration (drift tolerance, each group's max reconsume times, severities),
 so one definition serves every deployment; ``rocketmq_retry.validation.project`` stores them in the file data
 context under ``expectations/``. Every expectation carries ``meta.check``: the id that severities are
 configured by and that summaries report.
 
-GE substitutes ``{batch}`` with ``str.format``, so the SQL below must not contain any other brace.
+GE substitutes ``{batch}`` with ``str.format``, so the SQL below must not contain any other brace. A check that
+compares two tables of the date reads the other one through its temp view (``view``), which ``run.py`` registers
+for every table of ``TABLES`` before any suite runs.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -26,7 +28,9 @@ if TYPE_CHECKING:
     from rocketmq_retry.config import Config
 
 SUITE_PREFIX = "rocketmq_retry_"
-TABLES = ("events", "transitions", "lifecycles", "dead_letters", "unattributed")
+TABLES = (
+    "events", "transitions", "lifecycles", "dead_letters", "unattributed", "failures", "failure_causes", "incidents"
+)  # fmt: skip
 
 # Column sets, event types, final states and anomaly codes come from the data contract, so the suites check what
 # the writers write (tests/test_contract.py holds the writers to the same contract).
@@ -34,6 +38,14 @@ COLUMNS = {table: contract.columns(table) for table in TABLES}
 EVENT_TYPES = contract.EVENT_TYPES
 FINAL_STATES = contract.FINAL_STATES
 ANOMALY_CODES = contract.ANOMALY_CODES
+
+# The cause code of a failure the evidence does not explain.
+UNKNOWN_CAUSE = contract.CauseCode.UNKNOWN
+# failures.source of a failure no line or record gave (its cause came from a counter or the broker alone): its own
+# group in the coverage check, next to the formats.
+NO_SOURCE = "(no line)"
+# failures.cause: a fingerprint is sha2's lowercase hex cut to 32 (jobs/ingest/causes.py)
+FINGERPRINT_LENGTH = 32
 
 # The hop that puts a message in %DLQ%<group>. substr, not LIKE: '%' is LIKE's own wildcard.
 _IS_DLQ = (
@@ -52,6 +64,17 @@ class Check:
 
 def _sql_str(value: str) -> str:
     return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+def _sql_list(values: Iterable[str]) -> str:
+    return ", ".join(_sql_str(v) for v in values)
+
+
+def view(table: str) -> str:
+    """The temp view through which a check reads another table of the same date (registered by ``run.py``)."""
+    if table not in TABLES:
+        raise ValueError(f"no view for table {table!r}")
+    return f"{SUITE_PREFIX}dt_{table}"
 
 
 def max_reconsume_sql(config: Config) -> str:
@@ -92,8 +115,49 @@ def _not_null(gxe: Any, table: str, columns: tuple[str, ...]) -> list[Check]:
     return [Check(f"{table}.not_null", gxe.ExpectColumnValuesToNotBeNull(column=c)) for c in columns]
 
 
-def _key_unique(gxe: Any, table: str) -> Check:
-    return Check(f"{table}.key_unique", gxe.ExpectCompoundColumnsToBeUnique(column_list=list(contract.KEY)))
+def _key_unique(gxe: Any, table: str, key: tuple[str, ...] = contract.KEY) -> Check:
+    return Check(f"{table}.key_unique", gxe.ExpectCompoundColumnsToBeUnique(column_list=list(key)))
+
+
+def _allowed(gxe: Any, table: str, column: str, values: Iterable[str]) -> Check:
+    """``column`` holds only the contract's ``values`` (null passes: a lifecycle that never failed has no kind)."""
+    return Check(f"{table}.{column}_allowed", gxe.ExpectColumnValuesToBeInSet(column=column, value_set=list(values)))
+
+
+def _kinds_allowed(gxe: Any, table: str) -> list[Check]:
+    return [
+        _allowed(gxe, table, "failure_kind", contract.FAILURE_KINDS),
+        _allowed(gxe, table, "kind_rule", contract.KIND_RULES),
+    ]
+
+
+def _failed_on_d(alias: str) -> str:
+    """SQL true for a row of ``alias`` (keyed by group and msg_id) whose message has a failure among the date's
+    failures. Only such a row's last failure, and so its incident and its cause's failure_causes row, is of this
+    date: a lifecycle carried over from an earlier date, or a dead letter whose last failure came before the date,
+    names what that earlier date wrote (docs/airflow.md "Great Expectations")."""
+    return (
+        f"EXISTS (SELECT 1 FROM {view('failures')} f WHERE f.consumer_group = {alias}.consumer_group "
+        f"AND f.msg_id = {alias}.msg_id)"
+    )
+
+
+def _incident_exists(gxe: Any, table: str, only_failed_on_d: bool) -> Check:
+    scope = f" AND {_failed_on_d('r')}" if only_failed_on_d else ""
+    key = "r.msg_id, r.failed_at" if table == "failures" else "r.msg_id"
+    when = " (checked for a row whose message failed on the date; an earlier last failure's incident is that date's)"
+    return Check(
+        f"{table}.incident_exists",
+        gxe.UnexpectedRowsExpectation(
+            description="every incident_id names an incident of the same group in the date's incidents"
+            + (when if only_failed_on_d else ""),
+            unexpected_rows_query=(
+                f"SELECT r.consumer_group, {key}, r.incident_id FROM {{batch}} r WHERE r.incident_id IS NOT NULL"
+                f"{scope} AND NOT EXISTS (SELECT 1 FROM {view('incidents')} i "
+                "WHERE i.consumer_group = r.consumer_group AND i.incident_id = r.incident_id)"
+            ),
+        ),
+    )
 
 
 def _events_checks(gxe: Any, config: Config, settings: ValidationSettings) -> list[Check]:
@@ -211,6 +275,8 @@ def _lifecycles_checks(gxe: Any, config: Config, settings: ValidationSettings) -
                 ),
             ),
         ),
+        *_kinds_allowed(gxe, "lifecycles"),
+        _incident_exists(gxe, "lifecycles", only_failed_on_d=True),
     ]
 
 
@@ -239,6 +305,22 @@ def _dead_letters_checks(gxe: Any, config: Config, settings: ValidationSettings)
                 ),
             ),
         ),
+        *_kinds_allowed(gxe, "dead_letters"),
+        _allowed(gxe, "dead_letters", "redrive_advice", contract.REDRIVE_ADVICE),
+        Check(
+            "dead_letters.cause_in_failure_causes",
+            gxe.UnexpectedRowsExpectation(
+                description="a dead letter's cause has its row in failure_causes for its group (a dead letter "
+                "whose message failed on the date; an earlier last failure is counted on its own date)",
+                unexpected_rows_query=(
+                    f"SELECT d.consumer_group, d.msg_id, d.cause_fingerprint FROM {{batch}} d "
+                    f"WHERE d.cause_fingerprint IS NOT NULL AND {_failed_on_d('d')} "
+                    f"AND NOT EXISTS (SELECT 1 FROM {view('failure_causes')} c "
+                    "WHERE c.consumer_group = d.consumer_group AND c.fingerprint = d.cause_fingerprint)"
+                ),
+            ),
+        ),
+        _incident_exists(gxe, "dead_letters", only_failed_on_d=True),
     ]
 
 
@@ -258,6 +340,97 @@ def _unattributed_checks(gxe: Any, config: Config, settings: ValidationSettings)
     ]
 
 
+def _failures_checks(gxe: Any, config: Config, settings: ValidationSettings) -> list[Check]:
+    floor = settings.cause_coverage_floor
+    source = f"coalesce(source, {_sql_str(NO_SOURCE)})"
+    return [
+        *_not_null(gxe, "failures", ("consumer_group", "msg_id", "failed_at", "cause", "cause_evidence")),
+        Check(
+            "failures.cause_known",
+            gxe.UnexpectedRowsExpectation(
+                description="a cause is a fingerprint (32 lowercase hex) or one of the contract's cause codes",
+                unexpected_rows_query=(
+                    "SELECT consumer_group, msg_id, failed_at, cause FROM {batch} WHERE NOT (cause IN ("
+                    + _sql_list(contract.CAUSE_CODES)
+                    + f") OR (length(cause) = {FINGERPRINT_LENGTH} AND cause RLIKE '^[0-9a-f]+$'))"
+                ),
+            ),
+        ),
+        _allowed(gxe, "failures", "cause_evidence", contract.CAUSE_EVIDENCE),
+        *_kinds_allowed(gxe, "failures"),
+        _incident_exists(gxe, "failures", only_failed_on_d=False),
+        Check(
+            "failures.cause_coverage",
+            gxe.UnexpectedRowsExpectation(
+                description=(
+                    f"per source format ({NO_SOURCE} for a failure no line gave), at least "
+                    f"validation.cause_coverage_floor = {floor:g} of the failures have a cause other than "
+                    f"{UNKNOWN_CAUSE}; each row is a source below it"
+                ),
+                unexpected_rows_query=(
+                    "SELECT source, failures, known_cause, round(known_cause / failures, 3) AS share FROM ("
+                    f"SELECT {source} AS source, count(*) AS failures, "
+                    f"count_if(cause <> {_sql_str(UNKNOWN_CAUSE)}) AS known_cause FROM {{batch}} GROUP BY {source}) "
+                    f"WHERE known_cause < {floor!r} * failures"
+                ),
+            ),
+        ),
+    ]
+
+
+def _failure_causes_checks(gxe: Any, config: Config, settings: ValidationSettings) -> list[Check]:
+    dead_letters = view("dead_letters")
+    return [
+        *_not_null(gxe, "failure_causes", ("consumer_group", "fingerprint", "failures", "messages", "dead_letters")),
+        _key_unique(gxe, "failure_causes", ("consumer_group", "fingerprint")),
+        *_kinds_allowed(gxe, "failure_causes"),
+        Check(
+            "failure_causes.failures_match",
+            gxe.UnexpectedRowsExpectation(
+                description="per group and cause, failure_causes.failures equals the date's failures rows with "
+                "that cause (so per group too)",
+                unexpected_rows_query=(
+                    "SELECT coalesce(c.consumer_group, f.consumer_group) AS consumer_group, "
+                    "coalesce(c.fingerprint, f.cause) AS cause, c.failures AS in_failure_causes, "
+                    "f.failures AS in_failures FROM (SELECT consumer_group, fingerprint, sum(failures) AS failures "
+                    "FROM {batch} GROUP BY consumer_group, fingerprint) c FULL OUTER JOIN ("
+                    f"SELECT consumer_group, cause, count(*) AS failures FROM {view('failures')} "
+                    "GROUP BY consumer_group, cause) f "
+                    "ON c.consumer_group <=> f.consumer_group AND c.fingerprint <=> f.cause "
+                    "WHERE coalesce(c.failures, 0) <> coalesce(f.failures, 0)"
+                ),
+            ),
+        ),
+        Check(
+            "failure_causes.dead_letters_match",
+            gxe.UnexpectedRowsExpectation(
+                description="per group and cause, failure_causes.dead_letters equals the date's dead letters with "
+                "that cause_fingerprint whose message failed on the date",
+                unexpected_rows_query=(
+                    "SELECT coalesce(c.consumer_group, d.consumer_group) AS consumer_group, "
+                    "coalesce(c.fingerprint, d.fingerprint) AS cause, c.dead_letters AS in_failure_causes, "
+                    "d.dead_letters AS in_dead_letters FROM (SELECT consumer_group, fingerprint, "
+                    "sum(dead_letters) AS dead_letters FROM {batch} GROUP BY consumer_group, fingerprint) c "
+                    "FULL OUTER JOIN (SELECT d.consumer_group, d.cause_fingerprint AS fingerprint, "
+                    f"count(*) AS dead_letters FROM {dead_letters} d WHERE d.cause_fingerprint IS NOT NULL "
+                    f"AND {_failed_on_d('d')} GROUP BY d.consumer_group, d.cause_fingerprint) d "
+                    "ON c.consumer_group <=> d.consumer_group AND c.fingerprint <=> d.fingerprint "
+                    "WHERE coalesce(c.dead_letters, 0) <> coalesce(d.dead_letters, 0)"
+                ),
+            ),
+        ),
+    ]
+
+
+def _incidents_checks(gxe: Any, config: Config, settings: ValidationSettings) -> list[Check]:
+    return [
+        *_not_null(gxe, "incidents", ("consumer_group", "incident_id", "fingerprint", "started_at", "state", "rule")),
+        Check("incidents.incident_id_unique", gxe.ExpectColumnValuesToBeUnique(column="incident_id")),
+        _allowed(gxe, "incidents", "state", contract.INCIDENT_STATES),
+        _allowed(gxe, "incidents", "rule", contract.KIND_RULES),
+    ]
+
+
 # Each table's expectations after its schema check, one function per table (gxe is passed in: GE is imported
 # only when a suite is built).
 _TABLE_CHECKS: dict[str, Callable[[Any, Config, ValidationSettings], list[Check]]] = {
@@ -266,6 +439,9 @@ _TABLE_CHECKS: dict[str, Callable[[Any, Config, ValidationSettings], list[Check]
     "lifecycles": _lifecycles_checks,
     "dead_letters": _dead_letters_checks,
     "unattributed": _unattributed_checks,
+    "failures": _failures_checks,
+    "failure_causes": _failure_causes_checks,
+    "incidents": _incidents_checks,
 }
 
 
