@@ -37,8 +37,10 @@ import sys
 import tempfile
 import threading
 import time
+from collections import defaultdict
 from dataclasses import asdict, dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from types import SimpleNamespace
 from typing import Any
 from unittest import mock
 
@@ -215,7 +217,8 @@ def spark_submit_command(
     operator = spark_job(job, load_airflow_settings(), needs_landing=job == "ingest")
     operator.package_dir = str(package_dir)
     with mock.patch.object(SparkSubmitHook, "submit", submit):
-        operator.execute({"ti": _Ti(paths)})
+        # the context a task has: its task and its outlets' asset events, which the operator fills (airflow/assets.py)
+        operator.execute({"ti": _Ti(paths), "task": operator, "outlet_events": defaultdict(SimpleNamespace)})
     return captured["cmd"], captured["env"]
 
 
