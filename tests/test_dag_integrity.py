@@ -326,7 +326,16 @@ def test_each_table_is_an_asset_of_the_task_that_commits_it(dag: Any) -> None:
         "ingest": sorted(f"rocketmq_retry.{t}" for t in ("events", "quarantine", "ingest_report", "bindings")),
         "reconstruct": sorted(
             f"rocketmq_retry.{t}"
-            for t in ("transitions", "lifecycles", "dead_letters", "reconciliation", "unattributed")
+            for t in (
+                "transitions",
+                "lifecycles",
+                "dead_letters",
+                "reconciliation",
+                "unattributed",
+                "failures",
+                "failure_causes",
+                "incidents",
+            )
         ),
         "report": ["rocketmq_retry.run_reports"],
     }

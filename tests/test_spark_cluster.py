@@ -132,8 +132,15 @@ def test_both_jobs_on_the_cluster_equal_local_mode(
     apps = [a for a in _json(cluster["ui"] + "/json/")["completedapps"] if a["name"].startswith("rocketmq-retry-")]
     assert sorted(a["name"] for a in apps) == ["rocketmq-retry-ingest", "rocketmq-retry-reconstruct"]
     for url in cluster["worker_uis"]:
-        worker = _json(url + "/json/")
-        ran = sorted(e["appid"] for e in worker["finishedexecutors"])
+        # the master lists an application as completed before each worker has moved its executor to the finished
+        # ones (the worker hears of the end from the master, then kills the executor): wait for that, briefly
+        deadline = time.monotonic() + 60
+        while True:
+            worker = _json(url + "/json/")
+            ran = sorted(e["appid"] for e in worker["finishedexecutors"])
+            if ran == sorted(a["id"] for a in apps) or time.monotonic() > deadline:
+                break
+            time.sleep(1)
         print(f"worker {worker['id']}: executors of {ran}")
         assert sorted(a["id"] for a in apps) == ran
     work = pathlib.Path(cluster["env"]["SPARK_CLUSTER_DIR"]) / "work"
