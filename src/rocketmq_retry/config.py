@@ -292,6 +292,15 @@ class AttributionConfig(_Strict):
     )
 
 
+def check_duration(value: str) -> str:
+    """A duration setting (``1h``, ``15m``, ``1d6h``) as given, or the parser's error as the field's."""
+    try:
+        parse_duration_ms(value, what="")
+    except UserError as exc:
+        raise ValueError(str(exc).strip()) from None
+    return value
+
+
 class ReconstructConfig(_Strict):
     lookback_margin: str = Field(
         "1h",
@@ -300,14 +309,7 @@ class ReconstructConfig(_Strict):
         "run (late redeliveries, clock skew) and still be read whole by the dates it spans.",
     )
 
-    @field_validator("lookback_margin")
-    @classmethod
-    def _duration(cls, v: str) -> str:
-        try:
-            parse_duration_ms(v, what="")
-        except UserError as exc:
-            raise ValueError(str(exc).strip()) from None
-        return v
+    _duration = field_validator("lookback_margin")(lambda cls, v: check_duration(v))
 
     @property
     def lookback_margin_ms(self) -> int:
@@ -407,14 +409,7 @@ class CausesConfig(_Strict):
         "throttling cause, as RECONSUME_LATER is, for the flow-control rule.",
     )
 
-    @field_validator("incident_gap")
-    @classmethod
-    def _gap(cls, v: str) -> str:
-        try:
-            parse_duration_ms(v, what="")
-        except UserError as exc:
-            raise ValueError(str(exc).strip()) from None
-        return v
+    _gap = field_validator("incident_gap")(lambda cls, v: check_duration(v))
 
     @field_validator("throttle_pattern")
     @classmethod

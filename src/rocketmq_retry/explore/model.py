@@ -31,25 +31,26 @@ class NotFound(ExploreError):
     """Nothing matches: no such message, date or partition."""
 
 
-def _plain(value: Any) -> Any:
+def plain(value: Any) -> Any:
+    """``value`` as JSON takes it: times in UTC ISO with Z, dates ISO, dataclasses as dicts, tuples as lists."""
     if isinstance(value, dt.datetime):
         value = value.replace(tzinfo=dt.UTC) if value.tzinfo is None else value.astimezone(dt.UTC)
         return value.isoformat().replace("+00:00", "Z")
     if isinstance(value, dt.date):
         return value.isoformat()
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {f.name: _plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
+        return {f.name: plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
     if isinstance(value, dict):
-        return {str(k): _plain(v) for k, v in value.items()}
+        return {str(k): plain(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
-        return [_plain(v) for v in value]
+        return [plain(v) for v in value]
     return value
 
 
 class _Result:
     def to_dict(self) -> dict[str, Any]:
         """The JSON-ready form: nested results become dicts, datetimes ISO text in UTC (``...Z``)."""
-        out: dict[str, Any] = _plain(self)
+        out: dict[str, Any] = plain(self)
         return out
 
 

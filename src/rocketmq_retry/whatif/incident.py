@@ -11,7 +11,8 @@ import shlex
 from typing import TYPE_CHECKING, Any
 
 from rocketmq_retry.errors import UserError
-from rocketmq_retry.whatif.model import CurrentIncident, WhatIf, _plain
+from rocketmq_retry.explore.model import plain
+from rocketmq_retry.whatif.model import CurrentIncident, WhatIf
 from rocketmq_retry.whatif.policy import changed_settings, proposed_policy
 from rocketmq_retry.whatif.propose import Proposal, propose
 from rocketmq_retry.whatif.read import current_incidents, observe
@@ -49,7 +50,7 @@ class IncidentWhatIf:
 
     def as_dict(self) -> dict[str, Any]:
         return {
-            "incident": _plain(self.incident),
+            "incident": plain(self.incident),
             "date_from": self.date_from,
             "date_to": self.date_to,
             "duration_ms": self.duration_ms,

@@ -7,6 +7,8 @@ import dataclasses
 import datetime as dt
 from typing import Any
 
+from rocketmq_retry.explore.model import plain
+
 # --- what was observed --------------------------------------------------------------------------------------------
 
 
@@ -144,20 +146,7 @@ class WhatIf:
     assumptions: tuple[str, ...]
 
     def as_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = _plain(self)
+        out: dict[str, Any] = plain(self)
         for key in ("observed", "current", "proposed"):
             out[key]["broker_writes"] = getattr(self, key).broker_writes
         return out
-
-
-def _plain(value: Any) -> Any:
-    if isinstance(value, dt.datetime):
-        value = value.replace(tzinfo=dt.UTC) if value.tzinfo is None else value.astimezone(dt.UTC)
-        return value.isoformat().replace("+00:00", "Z")
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {f.name: _plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
-    if isinstance(value, dict):
-        return {str(k): _plain(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_plain(v) for v in value]
-    return value
