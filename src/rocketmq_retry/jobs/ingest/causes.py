@@ -117,13 +117,12 @@ def with_causes(df: DataFrame, frameworks: tuple[str, ...], trace_line: Column) 
     would have been the last may be missing.
     """
     seg = F.when(F.col("_trace_of") > 0, F.col("_trace_of"))
-    # Each failure's lines are a partition of their own, and so is every other line (-line_no), over which every
-    # value below is null: one partition of all the other lines of a file would hold tens of thousands of rows,
-    # which a whole-partition frame buffers past the window's in-memory threshold. The file's rows are already
-    # clustered by file (the window before), so this sorts within partitions and shuffles nothing.
-    df = df.withColumn("_seg", seg).withColumn("_part", F.coalesce(seg, -F.col("line_no")))
+    df = df.withColumn("_seg", seg)
+    # Each failure's lines are a partition of their own; the rows of all other lines share one partition per file,
+    # over which every value below is null. The file's rows are already clustered by file (the window before),
+    # so this sorts within partitions and shuffles nothing.
     whole = (
-        Window.partitionBy("source_file", "_part")
+        Window.partitionBy("source_file", "_seg")
         .orderBy("line_no")
         .rowsBetween(Window.unboundedPreceding, Window.unboundedFollowing)
     )
