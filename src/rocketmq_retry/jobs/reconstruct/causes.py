@@ -18,7 +18,7 @@ from rocketmq_retry.logformats import CLIENT_4X, CLIENT_5X
 # The statuses the failure lines and the trace's SubAfter carry: statements.py ``status`` and the trace's
 # contextCode, a ConsumeReturnType (ConsumeMessageConcurrentlyService.ConsumeRequest#run sets it).
 _, _TIME_OUT, _EXCEPTION, _RETURNNULL, _FAILED = CONTEXT_CODES
-_MINUTE_MS = 60_000
+MINUTE_MS = 60_000
 # the client formats that print ConsumerStatsManager's [CONSUME_FAILED_TPS] minute line (L-C16)
 _COUNTER_CLIENTS = (CLIENT_4X, CLIENT_5X)
 
@@ -84,6 +84,11 @@ def counter_minutes(obs: DataFrame) -> DataFrame:
     )
 
 
+def minute_of(t: Column) -> Column:
+    """The start (epoch ms) of the minute of ``t`` (epoch ms)."""
+    return (F.floor(t / MINUTE_MS) * MINUTE_MS).cast("long")
+
+
 def failed_at() -> Column:
     """When a failed attempt failed: its failure's own evidence, else the broker's copy of it, else when the
     delivery was due (an inferred failure)."""
@@ -108,8 +113,7 @@ def failures_of(plan: DataFrame, facts: DataFrame, counters: DataFrame, simple_g
     ``event_id`` and the CAUSE_DETAIL columns (null for a code), by the precedence of docs/causes.md."""
     f = plan.where(F.col("outcome") == HopState.FAILED).select(*KEY, "attempt", failed_at().alias("failed_ms"))
     f = f.join(facts, [*KEY, "attempt"], "left")
-    minute = (F.floor(F.col("failed_ms") / _MINUTE_MS) * _MINUTE_MS).cast("long")
-    f = f.withColumn("minute_ms", minute).join(
+    f = f.withColumn("minute_ms", minute_of(F.col("failed_ms"))).join(
         counters.withColumn("counted", F.lit(True)), ["consumer_group", "minute_ms"], "left"
     )
     simple = F.col("consumer_group").isin(*simple_groups) if simple_groups else F.lit(False)
@@ -165,12 +169,3 @@ def failures_of(plan: DataFrame, facts: DataFrame, counters: DataFrame, simple_g
         chosen.alias("_c"),
         *[F.when(is_exc, F.col(f"c_{c}")).alias(c) for c in CAUSE_DETAIL],
     ).select(*KEY, "attempt", "failed_ms", "_c.*", *CAUSE_DETAIL)
-
-
-def lifecycle_causes(failures: DataFrame) -> DataFrame:
-    """Per lifecycle: ``causes`` (distinct, in order of first failure) and ``last_cause``."""
-    ordered = F.array_sort(F.collect_list(F.struct("attempt", "failed_ms", "cause")))
-    return failures.groupBy(*KEY).agg(
-        F.array_distinct(F.transform(ordered, lambda x: x["cause"])).alias("causes"),
-        F.max_by(F.col("cause"), F.col("attempt")).alias("last_cause"),
-    )

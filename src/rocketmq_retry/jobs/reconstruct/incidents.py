@@ -14,9 +14,9 @@ from pyspark.sql import functions as F
 from rocketmq_retry import contract as C
 from rocketmq_retry.config import CausesConfig
 from rocketmq_retry.contract import HopState
+from rocketmq_retry.jobs.reconstruct.causes import MINUTE_MS, minute_of
 from rocketmq_retry.jobs.reconstruct.facts import KEY
 
-_MINUTE_MS = 60_000
 # the code of a cause the evidence did not establish: never part of an incident or a poison verdict
 _UNKNOWN_CAUSE = C.CauseCode.UNKNOWN
 
@@ -61,19 +61,15 @@ def attempt_times(plan: DataFrame, failures: DataFrame, fates: DataFrame) -> Dat
     return done.unionByName(silent).where(F.col("at").isNotNull())
 
 
-def _minute(t: Column) -> Column:
-    return (F.floor(t / _MINUTE_MS) * _MINUTE_MS).cast("long")
-
-
 def minute_stats(times: DataFrame) -> DataFrame:
     """Per (group, minute_ms): deliveries and failed deliveries."""
-    return times.groupBy("consumer_group", _minute(F.col("at")).alias("minute_ms")).agg(
+    return times.groupBy("consumer_group", minute_of(F.col("at")).alias("minute_ms")).agg(
         F.count(F.lit(1)).alias("n"), F.sum(F.col("failed").cast("int")).alias("n_failed")
     )
 
 
 def _minutes_between(start: Column, end: Column) -> Column:
-    return F.explode(F.sequence(_minute(start), _minute(end), F.lit(_MINUTE_MS).cast("long")))
+    return F.explode(F.sequence(minute_of(start), minute_of(end), F.lit(MINUTE_MS).cast("long")))
 
 
 def _sessions(df: DataFrame, by: tuple[str, ...], t: str, gap_ms: int) -> DataFrame:
@@ -110,7 +106,7 @@ def incidents_of(failures: DataFrame, times: DataFrame, cfg: CausesConfig, horiz
         .select(
             *by_cause,
             "session",
-            _minutes_between(F.col("last_ms") + _MINUTE_MS, F.col("next_ms") - _MINUTE_MS).alias("minute_ms"),
+            _minutes_between(F.col("last_ms") + MINUTE_MS, F.col("next_ms") - MINUTE_MS).alias("minute_ms"),
         )
         .where(F.col("minute_ms") > F.col("last_ms"))
         .join(stats, ["consumer_group", "minute_ms"])
@@ -194,9 +190,7 @@ def flow_control_lifecycles(failures: DataFrame, times: DataFrame, cfg: CausesCo
         .withColumn("once", F.lit(True))
         .select(*KEY, "once")
     )
-    first = times.where(F.col("attempt") == 0).select(
-        *KEY, (F.floor(F.col("at") / _MINUTE_MS) * _MINUTE_MS).cast("long").alias("minute_ms")
-    )
+    first = times.where(F.col("attempt") == 0).select(*KEY, minute_of(F.col("at")).alias("minute_ms"))
     first = first.join(once, KEY, "left")
     minutes = (
         first.groupBy("consumer_group", "minute_ms")
@@ -211,7 +205,7 @@ def flow_control_lifecycles(failures: DataFrame, times: DataFrame, cfg: CausesCo
                 F.max("minute_ms").over(Window.partitionBy("consumer_group", "session"))
                 - F.min("minute_ms").over(Window.partitionBy("consumer_group", "session"))
             )
-            / _MINUTE_MS
+            / MINUTE_MS
             + 1,
         )
         .where(F.col("span") >= cfg.flow_control_min_minutes)
