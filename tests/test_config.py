@@ -230,6 +230,7 @@ def test_format_names_are_the_fixed_design_list() -> None:
         "rocketmq-client-4x",
         "rocketmq-client-5x",
         "rocketmq-grpc-client",
+        "rocketmq-python-client",
         "spring-listener",
         "broker",
         "broker-stats",

@@ -42,6 +42,7 @@ FormatName = Literal[
     "rocketmq-client-4x",
     "rocketmq-client-5x",
     "rocketmq-grpc-client",
+    "rocketmq-python-client",
     "spring-listener",
     "broker",
     "broker-stats",

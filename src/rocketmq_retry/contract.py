@@ -78,6 +78,9 @@ _EVENTS = (
     ("topic", "string"),
     ("original_topic", "string"),
     ("queue_id", "int"),
+    # the stored copy's offset in its queue (message dumps, POP checkpoints): what a revive-log record names a
+    # message by (docs/ingest.md "POP checkpoints")
+    ("queue_offset", "bigint"),
     ("reconsume_times", "int"),
     ("delay_level", "int"),
     ("keys", "string"),
@@ -407,6 +410,10 @@ class EventType(enum.StrEnum):
     SCHEDULE_ERROR = "SCHEDULE_ERROR"
     DLQ_PUT_COUNT = "DLQ_PUT_COUNT"
     CONSUME_FAILED_COUNT = "CONSUME_FAILED_COUNT"
+    # the revive log topic's records (rmq_sys_REVIVE_LOG_<cluster>, §2.6): a pop of a message (its checkpoint: pop
+    # time, invisible time) and the ack of that pop
+    POP_CHECKPOINT = "POP_CHECKPOINT"
+    POP_ACK = "POP_ACK"
 
 
 EVENT_TYPES = tuple(t.value for t in EventType)

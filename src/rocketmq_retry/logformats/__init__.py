@@ -25,13 +25,14 @@ from rocketmq_retry.config import FORMAT_NAMES
 CLIENT_4X = "rocketmq-client-4x"
 CLIENT_5X = "rocketmq-client-5x"
 GRPC_CLIENT = "rocketmq-grpc-client"
+PYTHON_CLIENT = "rocketmq-python-client"
 SPRING_LISTENER = "spring-listener"
 BROKER = "broker"
 BROKER_STATS = "broker-stats"
 TRACE = "trace"
 MESSAGE_DUMP = "message-dump"
 
-assert (CLIENT_4X, CLIENT_5X, GRPC_CLIENT, SPRING_LISTENER, BROKER, BROKER_STATS, TRACE, MESSAGE_DUMP) == FORMAT_NAMES
+assert (CLIENT_4X, CLIENT_5X, GRPC_CLIENT, PYTHON_CLIENT, SPRING_LISTENER, BROKER, BROKER_STATS, TRACE, MESSAGE_DUMP) == FORMAT_NAMES
 
 __all__ = [
     "BROKER",
@@ -41,6 +42,7 @@ __all__ = [
     "FORMAT_NAMES",
     "GRPC_CLIENT",
     "MESSAGE_DUMP",
+    "PYTHON_CLIENT",
     "SPRING_LISTENER",
     "TRACE",
 ]
