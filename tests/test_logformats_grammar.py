@@ -560,6 +560,7 @@ _GMQ = java.grpc_message_queue_to_string("broker-a", "ORDERS", 2)
 _EXC = "java.lang.IllegalStateException: ledger down, Listener.onMessage(Listener.java:42)"
 _UNIQ = "0A00000531CC18B4AAC2"
 _CID = "10.0.0.5@4242#123"
+_PY_ID = "01C31BD72CF06C63030B1B41D000000000"  # a gRPC message id: 34 hex digits, "01" first
 
 # statement variant -> (the simulator's rendering of its message, the fields the parser must extract from it).
 # Each expected dict names every extraction the statement defines (group/topic/msg_id/reconsume/detail/msgs).
@@ -639,6 +640,40 @@ _ROUND_TRIP: dict[str, tuple[str, dict[str, str]]] = {
         statements.fill(statements.L_B2.template, "GID_fifo", "%RETRY%GID_fifo", 16, 16),
         {"group_rx": "GID_fifo", "topic_rx": "%RETRY%GID_fifo"},
     ),
+    # Python SDK 5.1.2 (§5.7): values of the real 5.2.0 proxy sample (tests/data/rocketmq-5.2.0-proxy)
+    "PY_LISTENER_EXCEPTION": (
+        statements.fill(
+            statements.PY_LISTENER_EXCEPTION.template,
+            "ORDER_EVENTS",
+            _PY_ID,
+            "downstream unavailable for key=THROW-ORD1006",
+        ),
+        {
+            "topic_rx": "ORDER_EVENTS",
+            "msg_id_rx": _PY_ID,
+            "message_rx": "downstream unavailable for key=THROW-ORD1006",
+        },
+    ),
+    "PY_CORRUPTED": (
+        statements.fill(statements.PY_CORRUPTED.template, "ORDER_EVENTS", _PY_ID),
+        {"topic_rx": "ORDER_EVENTS", "msg_id_rx": _PY_ID, "detail_rx": "corrupted"},
+    ),
+    "PY_FIFO_BUG": (
+        statements.fill(statements.PY_FIFO_BUG.template, "ORDER_STATUS_FIFO", _PY_ID, "boom, again"),
+        {"topic_rx": "ORDER_STATUS_FIFO", "msg_id_rx": _PY_ID, "message_rx": "boom, again"},
+    ),
+    "PY_FORWARD_DLQ_OK": (
+        statements.fill(statements.PY_FORWARD_DLQ_OK.template, "GID_fifo_state_machine", "ORDER_STATUS_FIFO", _PY_ID),
+        {"group_rx": "GID_fifo_state_machine", "topic_rx": "ORDER_STATUS_FIFO", "msg_id_rx": _PY_ID},
+    ),
+    "PY_FORWARD_DLQ_FAILED": (
+        statements.fill(statements.PY_FORWARD_DLQ_FAILED.template, "ORDER_STATUS_FIFO", _PY_ID, "CANCELLED"),
+        {"topic_rx": "ORDER_STATUS_FIFO", "msg_id_rx": _PY_ID, "detail_rx": "CANCELLED"},
+    ),
+    "PY_SEND_FAILED": (
+        statements.fill(statements.PY_SEND_FAILED.template, "127.0.0.1:8081", "ORDER_EVENTS", _PY_ID, 1, 4),
+        {"topic_rx": "ORDER_EVENTS", "msg_id_rx": _PY_ID, "detail_rx": "run out of attempt times"},
+    ),
     "L_B1": (
         statements.fill(statements.L_B1.template, java.topic_config_to_string("%RETRY%GID_orders")),
         {"topic_rx": "%RETRY%GID_orders"},
@@ -662,7 +697,7 @@ _ROUND_TRIP: dict[str, tuple[str, dict[str, str]]] = {
         {"group_rx": "GID_orders", "topic_rx": "%RETRY%GID_orders", "detail_rx": "4"},
     ),
 }
-_EXTRACTIONS = ("group_rx", "msgs_rx", "detail_rx", "topic_rx", "msg_id_rx", "reconsume_rx")
+_EXTRACTIONS = ("group_rx", "msgs_rx", "detail_rx", "topic_rx", "msg_id_rx", "reconsume_rx", "message_rx")
 _WRITTEN_ONLY_ARGS = {
     "S_RUNNING_CONTAINER": ("DefaultRocketMQListenerContainer{consumerGroup='GID_x', topic='ORDERS'}",),
     "G_FIFO_EXHAUSTED": (16, 16, _GMQ, _UNIQ, _CID),
@@ -693,6 +728,11 @@ def _render_and_read(fmt: str, st: statements.Statement, message: str) -> str:
         m = re.match(P.CLIENT5_HEAD, line.removesuffix("\n"))
         assert m and m.group(2) == st.level, line
         return m.group(6)
+    if fmt == "rocketmq-python-client":
+        line = layouts.render_python(timefmt.Clock(timefmt.PYTHON_TS, "UTC").format(ms), st.level, message)
+        m = re.match(P.PYTHON_HEAD, line.removesuffix("\n"))
+        assert m and m.group(2) == st.level, line
+        return m.group(3)
     if fmt == "spring-listener":
         clock = timefmt.Clock(timefmt.SPRING_TS, timefmt.GMT8)
         line = layouts.render_spring(clock.format(ms), st.level, 4242, "ConsumeMessageThread_1", logger, message)

@@ -17,6 +17,7 @@ from rocketmq_retry.logformats.timefmt import (
     BROKER_TS,
     CLIENT_4X_TS,
     CLIENT_5X_TS,
+    PYTHON_TS,
     SPRING_BOOT2_TS,
     SPRING_TS,
     TimestampLayout,
@@ -25,7 +26,7 @@ from rocketmq_retry.logformats.timefmt import (
 # --- the parser's head lines (jobs/ingest/patterns re-exports them; Java regexes for Spark) --------------------
 # One level set for every layout, the parser's: what a head may carry. The simulator writes TRACE..ERROR only; the
 # *_LINE_RE below accept the same set, so the simulator's and the parser's notion of a head agree.
-LEVEL_NAMES = ("TRACE", "DEBUG", "INFO", "WARN", "WARNING", "ERROR", "FATAL")
+LEVEL_NAMES = ("TRACE", "DEBUG", "INFO", "WARN", "WARNING", "ERROR", "FATAL", "CRITICAL")
 LEVELS = "(?:" + "|".join(LEVEL_NAMES) + ")"
 # 4.x ClientLogger DefaultLayout (§6.1): "yyyy-MM-dd HH:mm:ss,SSS LEVEL loggerName - message", JVM zone, \r\n.
 CLIENT4_HEAD = r"^(\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2},\d{3}) (" + LEVELS + r") (\S+) - (.*)$"
@@ -36,6 +37,9 @@ CONSOLE_HEAD = r"^(\d{2}:\d{2}:\d{2}\.\d{3}) \[([^\]]*)\] (" + LEVELS + r")\s+(\
 CLIENT5_HEAD = (
     r"^(\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}\.\d{3}) (" + LEVELS + r")\s+\[(\d*)\] \[(.*?)\] \[([^\]]*)\] - (.*)$"
 )
+# Python SDK (§5.7): logging's "%(asctime)s [%(levelname)s] %(message)s", local zone, "\n" (rocketmq-clients
+# python/rocketmq/v5/log/log_config.py). No logger and no thread: the head is the time and the level.
+PYTHON_HEAD = r"^(\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2},\d{3}) \[(" + LEVELS + r")\] (.*)$"
 # Spring Boot default file/console pattern: 2.x "yyyy-MM-dd HH:mm:ss.SSS  LEVEL pid --- [thread] logger : msg",
 # 3.x "yyyy-MM-ddTHH:mm:ss.SSSXXX  LEVEL pid --- [app] [thread] logger : msg".
 SPRING_HEAD = (
@@ -86,6 +90,17 @@ def render_client_5x(
     if throwable:
         out += "\n".join(throwable) + "\n"
     return out
+
+
+# --- rocketmq-python-client ---------------------------------------------------------------------------------
+# The SDK formats its own messages with f-strings and never hands logging an exception (§5.7): a record is one line
+# unless its message holds a line break (a multi-line str(e)); logging.Formatter adds a formatted traceback only
+# for exc_info, which the SDK never passes. Rotation: RotatingFileHandler (rocketmq_client.log.1, .2, …).
+PYTHON_LINE_RE = r"^(?P<ts>" + PYTHON_TS.regex + r") \[(?P<level>" + LEVELS + r")\] (?P<msg>.*)$"
+
+
+def render_python(ts: str, level: str, message: str) -> str:
+    return f"{ts} [{level}] {message}\n"
 
 
 # --- broker (broker.log, broker_default.log, store.log) -----------------------------------------------------

@@ -22,7 +22,15 @@ import re
 from dataclasses import dataclass
 
 from rocketmq_retry.contract import EVENT_TYPES, EventType
-from rocketmq_retry.logformats import BROKER, BROKER_STATS, CLIENT_4X, CLIENT_5X, GRPC_CLIENT, SPRING_LISTENER
+from rocketmq_retry.logformats import (
+    BROKER,
+    BROKER_STATS,
+    CLIENT_4X,
+    CLIENT_5X,
+    GRPC_CLIENT,
+    PYTHON_CLIENT,
+    SPRING_LISTENER,
+)
 
 
 @dataclass(frozen=True)
@@ -52,6 +60,9 @@ class Statement:
     # the source hands the consume failure's Throwable to the logger, so its stack trace follows the line: the
     # event's cause columns are read from it (docs/ingest.md "Causes")
     stack_trace: bool = False
+    # group 1 = the exception's message printed in the line itself (the Python SDK's f"…, {e}": str(e), no class
+    # and no stack trace, §5.7): the event's cause is read from it (docs/ingest.md "Causes")
+    message_rx: str | None = None
 
 
 CLIENTS = (CLIENT_4X, CLIENT_5X)
@@ -401,6 +412,122 @@ G_RESEND_OK = Statement(
     topic_rx=r"topic=([^,]*)",
 )
 
+# --- Python gRPC SDK, rocketmq-python-client 5.1.2 (§5.7) ---------------------------------------------------
+# f-strings in the SDK's own modules; none names the consumer group except PY-C5, and none carries the delivery
+# attempt. Lines of a client object start with its ``__str__`` ("PUSH_CONSUMER:<group>, client_id:<id> ",
+# "PRODUCER client_id:<id> "): the screen reads a message after that prefix (``PY_SELF_PREFIX``), so the
+# templates below start where the prefix ends. Parser only: the simulator writes no Python client.
+_PY = "rocketmq-clients python/rocketmq/v5/"
+# What the screen strips from the start of a Python client line before it looks for a statement (§5.7):
+# consumer.py Consumer#__str__ and producer.py Producer#__str__, then one space.
+PY_SELF_PREFIX = r"^(?:PRODUCER|(?:PUSH|SIMPLE)_CONSUMER:[^,\s]*,) client_id:\S+ "
+_PY_TOPIC_ID = r"topic: ([^,]*), message_id: ([^,\s]*)"
+# PY-C1: the listener raised (ConsumptionCoordinator#__consume, consumer/push/consumption.py); the result is
+# FAILURE, so a nack follows (PushConsumer#__ack_or_nack). A listener that returns FAILURE logs nothing.
+PY_LISTENER_EXCEPTION = Statement(
+    "PY-C1",
+    "ERROR",
+    "message listener raised an exception while consuming messages, topic: {}, message_id: {}, {}",
+    "5.x",
+    _PY + "consumer/push/consumption.py",
+    event_type=EventType.CONSUME_FAILED,
+    prefix="message listener raised an exception while consuming messages, topic: ",
+    pattern=r"^message listener raised an exception while consuming messages, " + _PY_TOPIC_ID + r", (.*)$",
+    formats=(PYTHON_CLIENT,),
+    topic_rx=r", topic: ([^,]*), message_id: ",
+    msg_id_rx=r", message_id: ([^,\s]*)",
+    status="EXCEPTION",
+    message_rx=r", message_id: [^,\s]*, (.*)$",
+    written=False,
+)
+# PY-C2: a message whose body failed its checksum is reported FAILURE without calling the listener
+# (consumption.py and fifo_consumption.py): redelivered (standard) or, FIFO, dead-lettered after the local retries.
+PY_CORRUPTED = Statement(
+    "PY-C2",
+    "ERROR",
+    "message is corrupted for consumption, prepare to discard it, topic: {}, message_id: {}",
+    "5.x",
+    _PY + "consumer/push/consumption.py",
+    event_type=EventType.CONSUME_FAILED,
+    prefix="message is corrupted for consumption, prepare to discard it, ",
+    pattern=r"^message is corrupted for consumption, prepare to discard it, " + _PY_TOPIC_ID + r"$",
+    formats=(PYTHON_CLIENT,),
+    topic_rx=r", topic: ([^,]*), message_id: ",
+    msg_id_rx=r", message_id: ([^,\s]*)",
+    detail_rx=r"^message is (corrupted) for consumption",
+    written=False,
+)
+# PY-C4: FifoConsumptionCoordinator#__consume_fifo caught an exception around the local retries ("[BUG]"): FAILURE.
+PY_FIFO_BUG = Statement(
+    "PY-C4",
+    "ERROR",
+    "[BUG]consume fifo raise exception, topic: {}, message_id: {}, {}",
+    "5.x",
+    _PY + "consumer/push/fifo_consumption.py",
+    event_type=EventType.CONSUME_FAILED,
+    prefix="[BUG]consume fifo raise exception, topic: ",
+    pattern=r"^\[BUG\]consume fifo raise exception, " + _PY_TOPIC_ID + r", (.*)$",
+    formats=(PYTHON_CLIENT,),
+    topic_rx=r", topic: ([^,]*), message_id: ",
+    msg_id_rx=r", message_id: ([^,\s]*)",
+    status="EXCEPTION",
+    message_rx=r", message_id: [^,\s]*, (.*)$",
+    written=False,
+)
+# PY-C5: the FIFO consumer ran out of local attempts and ForwardMessageToDeadLetterQueue succeeded
+# (PushConsumer#__discard_fifo_message, consumer/push/push_consumer.py); the proxy's broker logs L-B7 with the
+# business topic as originalTopic (§5.4, §12).
+PY_FORWARD_DLQ_OK = Statement(
+    "PY-C5",
+    "INFO",
+    "forward message to dead letter queue successfully, consumerGroup: {}, topic: {}, message_id: {}",
+    "5.x",
+    _PY + "consumer/push/push_consumer.py",
+    event_type=EventType.DEAD_LETTERED,
+    prefix="forward message to dead letter queue successfully, consumerGroup: ",
+    pattern=r"^forward message to dead letter queue successfully, consumerGroup: ([^,]*), " + _PY_TOPIC_ID + r"$",
+    formats=(PYTHON_CLIENT,),
+    group_rx=r"consumerGroup: ([^,]*),",
+    topic_rx=r", topic: ([^,]*), message_id: ",
+    msg_id_rx=r", message_id: ([^,\s]*)",
+    written=False,
+)
+# PY-C6: that forward failed; the SDK retries it every second until it succeeds (same method).
+PY_FORWARD_DLQ_FAILED = Statement(
+    "PY-C6",
+    "ERROR",
+    "discard message raise exception, topic: {}, message_id: {}, {}",
+    "5.x",
+    _PY + "consumer/push/push_consumer.py",
+    event_type=EventType.SEND_BACK_FAILED,
+    prefix="discard message raise exception, topic: ",
+    pattern=r"^discard message raise exception, " + _PY_TOPIC_ID + r", (.*)$",
+    formats=(PYTHON_CLIENT,),
+    topic_rx=r", topic: ([^,]*), message_id: ",
+    msg_id_rx=r", message_id: ([^,\s]*)",
+    detail_rx=r", message_id: [^,\s]*, (.*)$",
+    written=False,
+)
+# PY-P1 / PY-P2: Producer#__check_send_retry_condition ends the retries: out of attempts, or the server said
+# TooManyRequests (producer/producer.py); the message was not sent. Written after "PRODUCER client_id:<id> ".
+PY_SEND_FAILED = Statement(
+    "PY-P1",
+    "ERROR",
+    "failed to send message to {}, because of run out of attempt times, topic:{}, message_id:{},  message_type:{}, "
+    "attempt:{}",
+    "5.x",
+    _PY + "producer/producer.py",
+    event_type=EventType.PUBLISH_FAILED,
+    prefix="failed to send message to ",
+    pattern=r"^failed to send message to (.*), because of (run out of attempt times|to too many requests), "
+    r"topic:([^,]*), .*message_id:([^,\s]*),.*attempt:(\d+)$",
+    formats=(PYTHON_CLIENT,),
+    topic_rx=r", topic:([^,]*),",
+    msg_id_rx=r"message_id:([^,\s]*),",
+    detail_rx=r", because of (run out of attempt times|to too many requests),",
+    written=False,
+)
+
 # --- broker (§6.3) ------------------------------------------------------------------------------------------
 # L-B7 (5.x): send-back to DLQ. L-B8: the DLQ put failed.
 L_B7 = Statement(
@@ -573,6 +700,12 @@ STATEMENTS: tuple[Statement, ...] = (
     G_SEND_FAILED,
     G_SEND_THROTTLED,
     G_RESEND_OK,
+    PY_LISTENER_EXCEPTION,
+    PY_CORRUPTED,
+    PY_FIFO_BUG,
+    PY_FORWARD_DLQ_OK,
+    PY_FORWARD_DLQ_FAILED,
+    PY_SEND_FAILED,
     L_B7,
     L_B8,
     L_B2,

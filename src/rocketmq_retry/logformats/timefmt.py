@@ -31,6 +31,15 @@ CLIENT_4X_TS = TimestampLayout(
     r"\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2},\d{3}",
     True,
 )
+# Python SDK (rocketmq-clients python/rocketmq/v5/log/log_config.py, §5.7): logging's %(asctime)s, the process's
+# local zone, "yyyy-MM-dd HH:mm:ss,mmm" (logging.Formatter.default_time_format + default_msec_format).
+PYTHON_TS = TimestampLayout(
+    "python",
+    "%Y-%m-%d %H:%M:%S,%03d (logging asctime)",
+    "yyyy-MM-dd HH:mm:ss,SSS",
+    r"\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2},\d{3}",
+    True,
+)
 # 5.x rmq.client.logback.xml and gRPC SDK: %d{yyy-MM-dd HH:mm:ss.SSS,GMT+8} (§6.1, §12).
 CLIENT_5X_TS = TimestampLayout(
     "client-5x",
@@ -79,7 +88,7 @@ class Clock:
         self._tz = zone(zone_name)
         self._second = -1
         self._prefix = ""
-        self._sep = "," if layout is CLIENT_4X_TS else "."
+        self._sep = "," if layout in (CLIENT_4X_TS, PYTHON_TS) else "."
         self._suffix = ""
 
     def _load(self, second: int) -> None:

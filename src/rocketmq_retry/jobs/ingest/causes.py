@@ -78,6 +78,23 @@ def normalised_sql(message: str) -> str:
     return out
 
 
+def message_cause(column: str) -> dict[str, Column]:
+    """The cause columns of a failure whose line prints only the exception's message (``Statement.message_rx``: the
+    Python SDK's ``f"…, {e}"``, §5.7), where no stack trace was read: the message as exception and root-cause
+    message, and a fingerprint of the masked message with no class and no frame (the line names neither)."""
+    message = F.col(column)
+    traced = F.col("_c_fingerprint").isNotNull()
+    print_ = F.when(~traced & message.isNotNull(), message)
+    fingerprint = F.expr(
+        f"substring(sha2(concat_ws(char(0), '', coalesce({normalised_sql(column)}, ''), ''), 256), 1, 32)"
+    )
+    return {
+        "exception_message": F.coalesce(F.col("_c_exception_message"), print_),
+        "root_cause_message": F.coalesce(F.col("_c_root_cause_message"), print_),
+        "fingerprint": F.coalesce(F.col("_c_fingerprint"), F.when(print_.isNotNull(), fingerprint)),
+    }
+
+
 def neighbour_fields(upto: WindowSpec, by_file: WindowSpec) -> list[Column]:
     """Columns for the per-file window of the lines that need their neighbours (``ingest.logs``), whose values
     there equal those over the whole file:

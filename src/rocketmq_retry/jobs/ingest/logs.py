@@ -63,6 +63,7 @@ def _with_log_event_fields(df: DataFrame) -> DataFrame:
     reconsume = _by_stmt({i: f"try_cast({rx(s.reconsume_rx)} AS INT)" for i, s in st_list if s.reconsume_rx})
     status = _by_stmt({i: sql_str(s.status) for i, s in st_list if s.status})
     detail = _by_stmt({i: f"substring({rx(s.detail_rx)}, 1, {P.RAW_CAP})" for i, s in st_list if s.detail_rx})
+    message = _by_stmt({i: f"substring({rx(s.message_rx)}, 1, {P.RAW_CAP})" for i, s in st_list if s.message_rx})
     renderings = _by_stmt(
         {
             i: (
@@ -95,6 +96,7 @@ def _with_log_event_fields(df: DataFrame) -> DataFrame:
         "_e_line_original_topic": extract(msg, r"originalTopic=([^,]*),"),  # §6.3 L-B7/L-B8
         "_e_status": status,
         "_e_detail": detail,
+        "_e_message": message,
         "_e_renderings": F.transform(
             renderings, lambda r: F.struct(r.alias("r"), F.regexp_extract(r, P.RX_PROPERTIES, 1).alias("props"))
         ),
@@ -135,7 +137,7 @@ def _log_events() -> Column:
             thread=F.col("thread"),
             detail=F.col("_e_detail"),
             attribution=F.col("_e_attribution"),
-            **{name: F.col(f"_c_{name}") for name in causes.CAUSE_FIELDS},
+            **{name: F.col(f"_c_{name}") for name in causes.CAUSE_FIELDS} | causes.message_cause("_e_message"),
         )
 
     return F.transform(F.col("_e_renderings"), lambda r, i: build(r, i))

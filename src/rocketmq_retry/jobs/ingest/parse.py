@@ -27,7 +27,15 @@ from rocketmq_retry.config import FRAMEWORK_PACKAGES
 from rocketmq_retry.jobs.ingest.event import BAD_STRUCT_DDL, BIND_DDL, EVENT_FIELDS, EVENT_STRUCT_DDL, Keep, same
 from rocketmq_retry.jobs.ingest.logs import classify_log_lines, log_parts, utc_day_range
 from rocketmq_retry.jobs.ingest.records import classify_dump_lines, classify_trace_lines
-from rocketmq_retry.logformats import BROKER, BROKER_STATS, CLIENT_4X, CLIENT_5X, GRPC_CLIENT, SPRING_LISTENER
+from rocketmq_retry.logformats import (
+    BROKER,
+    BROKER_STATS,
+    CLIENT_4X,
+    CLIENT_5X,
+    GRPC_CLIENT,
+    PYTHON_CLIENT,
+    SPRING_LISTENER,
+)
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -46,7 +54,7 @@ __all__ = [
     "utc_day_range",
 ]
 
-LOG_FORMATS = (CLIENT_4X, CLIENT_5X, GRPC_CLIENT, SPRING_LISTENER, BROKER, BROKER_STATS)
+LOG_FORMATS = (CLIENT_4X, CLIENT_5X, GRPC_CLIENT, PYTHON_CLIENT, SPRING_LISTENER, BROKER, BROKER_STATS)
 EVENT_COLUMNS = contract.columns("events")
 # Event types about one consumer group, and a group's per-minute counters (the data contract).
 GROUP_EVENTS = contract.GROUP_EVENT_TYPES

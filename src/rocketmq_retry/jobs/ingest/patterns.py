@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from rocketmq_retry.jobs.ingest.sql import sql_str
-from rocketmq_retry.logformats import layouts
+from rocketmq_retry.logformats import PYTHON_CLIENT, layouts
 from rocketmq_retry.logformats.statements import CLIENTS
 from rocketmq_retry.logformats.statements import STATEMENTS as STATEMENTS  # the parser's table, re-exported
 from rocketmq_retry.logformats.trace import CONTENT_SPLITOR, FIELD_SPLITOR
@@ -28,6 +28,7 @@ CLIENT4_HEAD = layouts.CLIENT4_HEAD
 CONSOLE_HEAD = layouts.CONSOLE_HEAD
 CLIENT5_HEAD = layouts.CLIENT5_HEAD
 SPRING_HEAD = layouts.SPRING_HEAD
+PYTHON_HEAD = layouts.PYTHON_HEAD
 BROKER_HEAD = layouts.BROKER_HEAD
 
 # Anything that starts like a date but is not a valid head is a damaged head line, not a continuation.
@@ -55,8 +56,12 @@ HEAD_PIECE = r"^\S+ [-:] |\b" + LEVELS + r"\s+(\d+\s+---\s|\S+ - )"
 TEXT_BAD_CHARS = r"[\x00-\x08\x0A-\x1F\x7F-\x9F\x{FFFD}]"
 NOT_CONTINUATION = "line without a log head that is not a continuation"
 
-# Headless lines that RocketMQ itself prints to stdout files we are pointed at (broker.stdout.log).
-BROKER_HEADLESS_NOISE = r"^The (broker|Name Server)\b.*boot success"
+# Headless lines that RocketMQ itself prints to stdout files we are pointed at (broker.stdout.log, and the proxy's
+# proxy.stdout.log: ProxyStartup#main prints "new Date() + " rocketmq-proxy startup successfully"", Date.toString()).
+BROKER_HEADLESS_NOISE = (
+    r"^The (broker|Name Server)\b.*boot success"
+    r"|^[A-Z][a-z]{2} [A-Z][a-z]{2} [ \d]\d \d{2}:\d{2}:\d{2} \S+ \d{4} rocketmq-proxy startup successfully$"
+)
 
 # --- MessageExt / Message rendering (§6.2 "Msgs: {}") --------------------------------------------------------
 MSGEXT_SPLIT = r", (?=MessageExt \[)"  # elements of List<MessageExt>.toString()
@@ -157,6 +162,19 @@ BINDINGS: tuple[Binding, ...] = (
         _between("consumerGroup=", ","),
         "'*'",
         ", clientId=",
+    ),
+    # Python SDK (§5.7): every line of a consumer object starts with its __str__, "PUSH_CONSUMER:<group>,
+    # client_id:<id> " (Consumer#__str__, consumer/consumer.py): heartbeats every 10 s, settings, route updates
+    # ("… update topic:<T> route, …"), start-up ("configure PUSH_CONSUMER:<group>, … consumption success"). A line
+    # naming a topic binds that topic, any other the instance's every topic ("*").
+    Binding(
+        "B-PY1",
+        "client-log",
+        ("PUSH_CONSUMER:", "SIMPLE_CONSUMER:", "configure PUSH_CONSUMER:", "configure SIMPLE_CONSUMER:"),
+        (PYTHON_CLIENT,),
+        _between("_CONSUMER:", ","),
+        f"IF(contains({{m}}, ' update topic:'), {_between(' update topic:', ' ')}, '*')",
+        ", client_id:",
     ),
     # RebalanceImpl.rebalanceByTopic, BROADCASTING: "messageQueueChanged {group} {topic} {mqAll} {mqSet}" (a
     # broadcasting consumer writes no [persistAll] lines: its offsets live in a local file).

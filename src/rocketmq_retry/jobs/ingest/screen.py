@@ -18,11 +18,14 @@ from typing import TYPE_CHECKING
 
 from rocketmq_retry.jobs.ingest import patterns as P
 from rocketmq_retry.jobs.ingest.sql import sql_in, sql_str
+from rocketmq_retry.logformats import PYTHON_CLIENT
+from rocketmq_retry.logformats.statements import PY_SELF_PREFIX
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
 C5_FORMATS = ("rocketmq-client-5x", "rocketmq-grpc-client")
+PY = sql_str(PYTHON_CLIENT)
 BROKER_FORMATS = ("broker", "broker-stats")
 SCREEN_COLUMNS = (
     "source",
@@ -57,6 +60,7 @@ RX_CONSOLE = P.CONSOLE_HEAD.removesuffix(" - (.*)$") + "$"
 RX_C5 = P.CLIENT5_HEAD.removesuffix("\\] - (.*)$") + "$"
 RX_BROKER = P.BROKER_HEAD.removesuffix(" - (.*)$") + "$"
 RX_SPRING = P.SPRING_HEAD.removesuffix("\\s*:\\s(.*)$") + "\\s*$"
+RX_PYTHON = P.PYTHON_HEAD.removesuffix("\\] (.*)$") + "$"
 # the kind of an ignored head line: "logger level" (the file's name when the layout has no logger)
 LOGGER_LEVEL_KIND = "concat_ws(' ', coalesce(logger, substring_index(source_file, '/', -1)), coalesce(level, '-'))"
 STATS_TAG = r"^\[([A-Z0-9_]+)\] \["
@@ -137,7 +141,9 @@ def _screen_hostile(lines: DataFrame) -> DataFrame:
         "IF(hostile IS NULL, line, '') AS safe",
         f"IF(hostile IS NULL, NULL, substring(make_valid_utf8(substring(line, 1, {cap})), 1, {cap})) AS hostile_raw",
         # message separators per layout (§6.1): 5.x/gRPC "] - ", Spring " : ", 4.x and broker " - "
-        f"CASE WHEN source IN {c5} THEN '] - ' WHEN source = 'spring-listener' THEN ' : ' ELSE ' - ' END AS sep",
+        # Python SDK "%(asctime)s [%(levelname)s] %(message)s": the head ends at the level's "] "
+        f"CASE WHEN source IN {c5} THEN '] - ' WHEN source = 'spring-listener' THEN ' : ' "
+        f"WHEN source = {PY} THEN '] ' ELSE ' - ' END AS sep",
     )
 
 
@@ -175,7 +181,8 @@ def _head_kind(df: DataFrame) -> DataFrame:
                    AND substring_index(h, '] [', -1) RLIKE {sql_str(P.LOGGER5_NAME)} THEN 'c5'
                  WHEN source IN {brokers} AND h RLIKE {sql_str(RX_BROKER)} THEN 'cb'
                  WHEN source = 'spring-listener' AND h RLIKE {sql_str(RX_SPRING)}
-                   AND regexp_extract(h, {sql_str(RX_SPRING)}, 7) RLIKE {logger_ok} THEN 'cs' END AS k""",
+                   AND regexp_extract(h, {sql_str(RX_SPRING)}, 7) RLIKE {logger_ok} THEN 'cs'
+                 WHEN source = {PY} AND h RLIKE {sql_str(RX_PYTHON)} THEN 'py' END AS k""",
     )
 
 
@@ -187,9 +194,20 @@ def _line_fields(df: DataFrame, ds: str, zones: tuple[str, ...]) -> DataFrame:
     # The message's first characters decide whether its text is needed at all (see module doc).
     # Cut by bytes (the message starts after an ASCII separator): the probes are ASCII, so a message's first
     # PREFIX_PROBE bytes equal a probe exactly when its first PREFIX_PROBE characters do.
+    # A Python SDK line of a client object starts with its __str__ (§5.7): its statement starts after that prefix.
+    self_prefix = (
+        f"octet_length(regexp_extract(CAST(substring(CAST(safe AS BINARY), body_byte) AS STRING), "
+        f"{sql_str(PY_SELF_PREFIX)}, 0))"
+    )
+    df = df.selectExpr(
+        *(c for c in df.columns if c != "body_byte"),
+        "body_byte AS bind_byte",
+        f"IF(k = 'py', body_byte + {self_prefix}, body_byte) AS body_byte",
+    )
     df = df.selectExpr(
         "*", f"IF(k IS NULL, NULL, CAST(substring(CAST(safe AS BINARY), body_byte, {probe_len}) AS STRING)) AS probe"
     )
+    bind_probe = f"CAST(substring(CAST(safe AS BINARY), bind_byte, {probe_len}) AS STRING)"
     # A stats line starts with an upper-case tag, "[CONSUME_RT] [...": other bracketed messages, such as the
     # 4.x client's "[persistAll] Group: ..." offset flushes (most lines of a client log), are plain noise.
     stats_probe = sql_str(r"^\[[A-Z0-9_]+(\].*)?$")
@@ -215,13 +233,14 @@ def _line_fields(df: DataFrame, ds: str, zones: tuple[str, ...]) -> DataFrame:
         "k",
         f"IF(k IS NOT NULL AND {cand}, CAST(substring(CAST(safe AS BINARY), body_byte) AS STRING), NULL) AS msg",
         # the message of a line that may bind a topic to a group (start-up, rebalance and offset-flush lines)
-        f"IF(k IS NOT NULL AND probe IN {BIND_PROBES}, CAST(substring(CAST(safe AS BINARY), body_byte) AS STRING), "
-        "NULL) AS bmsg",
+        f"IF(k IS NOT NULL AND {bind_probe} IN {BIND_PROBES}, "
+        "CAST(substring(CAST(safe AS BINARY), bind_byte) AS STRING), NULL) AS bmsg",
         # Local wall-clock time per layout. The head regex has already checked the digits' layout, so Spark's own
         # string-to-timestamp cast reads them exactly as the layout's pattern would (null for a month 13 or a
         # 24:00), at a fifth of the cost of a DateTimeFormatter parse. Spring's offset form keeps its pattern.
         f"""CASE k
               WHEN 'c4' THEN try_cast(replace(substring(h, 1, 23), ',', '.') AS TIMESTAMP)
+              WHEN 'py' THEN try_cast(replace(substring(h, 1, 23), ',', '.') AS TIMESTAMP)
               WHEN 'c5' THEN try_cast(substring(h, 1, 23) AS TIMESTAMP)
               WHEN 'cb' THEN try_cast(substring(h, 1, 19) AS TIMESTAMP)
               WHEN 'con' THEN try_cast(concat({sql_str(ds + " ")}, substring(h, 1, 12)) AS TIMESTAMP)
@@ -236,7 +255,8 @@ def _line_fields(df: DataFrame, ds: str, zones: tuple[str, ...]) -> DataFrame:
                    WHEN 'con' THEN regexp_extract(h, {rc}, 3)
                    WHEN 'c5' THEN substring_index(substring(h, 25), ' ', 1)
                    WHEN 'cb' THEN {cb_level}
-                   WHEN 'cs' THEN regexp_extract(h, {rs}, 4) END AS level""",
+                   WHEN 'cs' THEN regexp_extract(h, {rs}, 4)
+                   WHEN 'py' THEN substring(h, 26) END AS level""",
         f"""CASE k WHEN 'c4' THEN substring_index(h, ' ', -1)
                    WHEN 'con' THEN regexp_extract(h, {rc}, 4)
                    WHEN 'c5' THEN concat({c5_logger}, ']')

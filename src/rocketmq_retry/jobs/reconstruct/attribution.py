@@ -31,7 +31,11 @@ from pyspark.sql import functions as F
 from rocketmq_retry import contract
 from rocketmq_retry.engine.model import Protocol
 from rocketmq_retry.jobs.ingest.parse import ANY_TOPIC
+from rocketmq_retry.logformats import GRPC_CLIENT, PYTHON_CLIENT
 from rocketmq_retry.warehouse.partitions import committed
+
+# the gRPC SDKs' client logs: the one gRPC group of the config may settle their group-less lines
+GRPC_FORMATS = (GRPC_CLIENT, PYTHON_CLIENT)
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -176,7 +180,7 @@ def attribute(ev: DataFrame, bindings: DataFrame | None, grpc: GrpcGroups, need:
         F.lit(grpc.only).cast("string"),
     )
     need_ = F.col("_need")
-    is_grpc = F.col("source") == "rocketmq-grpc-client"
+    is_grpc = F.col("source").isin(*GRPC_FORMATS)
     established = need_ & (F.size(F.col("_cand")) == 1)
     grpc_single = need_ & F.col("_cand").isNull() & is_grpc & single.isNotNull()
     bound = F.col("_c").isNotNull() | F.col("_l").isNotNull()
@@ -242,7 +246,7 @@ def _fix(config: Config) -> Column:
     fix: Column = F.lit("sources[].consumer_group of the entry that reads this file")
     for index in reversed(range(len(config.sources))):  # the first match is the outermost `when`
         entry = config.sources[index]
-        key = f"sources[{index}].consumer_group" + (grpc_hint if entry.format == "rocketmq-grpc-client" else "")
+        key = f"sources[{index}].consumer_group" + (grpc_hint if entry.format in GRPC_FORMATS else "")
         cond = (F.col("source") == entry.format) & F.col("source_file").rlike(glob_regex(entry.path))
         fix = F.when(cond, F.lit(key)).otherwise(fix)
     return fix

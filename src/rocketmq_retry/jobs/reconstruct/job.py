@@ -126,7 +126,11 @@ def summarize(spark: SparkSession, warehouse: str, day: str) -> dict[str, object
             out[r[col]] = out.get(r[col], 0) + int(r["n"])
         return dict(sorted(out.items(), key=lambda kv: (kv[0] is not None, kv[0] or "")))
 
-    states = life.groupBy("final_state", "evidence_class").agg(F.count(F.lit(1)).alias("n")).collect()
+    states = (
+        life.groupBy("final_state", "evidence_class", F.col("deliveries").isNull().alias("no_deliveries"))
+        .agg(F.count(F.lit(1)).alias("n"))
+        .collect()
+    )
     anomalies = life.select(F.explode("anomalies").alias("a")).groupBy("a").agg(F.count(F.lit(1)).alias("n")).collect()
     d = dead.agg(
         F.count(F.lit(1)).alias("n"),
@@ -148,6 +152,8 @@ def summarize(spark: SparkSession, warehouse: str, day: str) -> dict[str, object
         "lifecycles": sum(int(r["n"]) for r in states),
         "final_state": tally(states, "final_state"),
         "evidence_class": tally(states, "evidence_class"),
+        # lifecycles known only by their end (a DLQ line, a DLQ copy): no source recorded a delivery of theirs
+        "deliveries_unknown": tally([r for r in states if r["no_deliveries"]], "final_state"),
         "anomalies": tally(anomalies, "a"),
         "dead_letters": int(d["n"]),
         "dead_letters_inferred": int(d["inferred"]),
@@ -271,6 +277,13 @@ def _run(args: argparse.Namespace) -> int:
     print(f"  evidence: {summary['evidence_class']}  (FULL = every hop seen, PARTIAL = inferred hops, "
           "UNDETERMINABLE = final state unknown)")  # fmt: skip
     print(f"  anomalies: {summary['anomalies'] or 'none'}")
+    unknown = summary["deliveries_unknown"]
+    if unknown:
+        print(
+            f"  deliveries not established: {sum(unknown.values())} lifecycles {unknown}: only their end was seen "
+            "(the broker's DLQ line or a DLQ copy); no collected source records a delivery of theirs (the client "
+            "log, the message trace, the retry-topic or revive-log dumps): deliveries left empty, not guessed"
+        )
     print(f"  dead letters: {summary['dead_letters']} ({summary['dead_letters_inferred']} inferred from the engine)")
     print(f"  transitions: {summary['transitions']} ({summary['inferred_hops']} inferred)")
     print(f"  reconciliation group-minutes with a difference: {summary['reconciliation_minutes_with_diff']}")
