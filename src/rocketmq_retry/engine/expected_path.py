@@ -139,5 +139,7 @@ def policy_settings(policy: GroupPolicy) -> dict[str, object]:
         "pop_invisible_time_ms": policy.pop_invisible_time_ms,
         "invisible_duration_ms": policy.invisible_duration_ms,
         "enable_retry_topic_v2": policy.enable_retry_topic_v2,
+        "pop_consumer_kv_service_enable": policy.pop_consumer_kv_service_enable,
+        "pop_revive_skip_if_group_absent": policy.pop_revive_skip_if_group_absent,
         "retry_policy": retry_policy,
     }
