@@ -9,6 +9,7 @@ import pytest
 from rocketmq_retry.config import CONFIG_ENV, FORMAT_NAMES, load_config, parse_config
 from rocketmq_retry.engine import FailedDelivery, next_hop
 from rocketmq_retry.engine.model import ConsumeMode, CustomizedPolicy, ExponentialPolicy, MessageModel, Protocol
+from rocketmq_retry.engine.pop_revive import pop_revive_skip_if_group_absent
 from rocketmq_retry.errors import ConfigError
 
 
@@ -144,7 +145,7 @@ def test_pop_revive_switches_reach_the_policy_at_the_releases_that_have_them() -
         }
     )
     got = {
-        name: (p.pop_consumer_kv_service_enable, p.pop_revive_skip_if_group_absent)
+        name: (p.pop_consumer_kv_service_enable, pop_revive_skip_if_group_absent(p))
         for name in ("kv", "b55", "off", "old")
         for p in [cfg.group_policy(name)]
     }

@@ -3,6 +3,7 @@ broker switches by release, and PopConsumerService's revive back-off and drop.""
 
 from __future__ import annotations
 
+import dataclasses
 import re
 
 import pytest
@@ -21,6 +22,7 @@ from rocketmq_retry.engine.pop_revive import (
     POP_REVIVE_SERVICE,
     kv_revive_give_up_after_ms,
     kv_revive_retry,
+    pop_revive_skip_if_group_absent,
     revive_service,
     revive_skipped_when_group_absent,
 )
@@ -111,7 +113,11 @@ def test_group_absent_skip_by_service_and_release() -> None:
         True,
         False,
     ]
-    assert (kv_533.pop_revive_skip_if_group_absent, kv_550.pop_revive_skip_if_group_absent) == (False, True)
+    # None = the broker's default: true from 5.5.0, and before it the record is revived (the switch does not exist)
+    assert (kv_533.pop_revive_skip_if_group_absent, kv_550.pop_revive_skip_if_group_absent) == (None, None)
+    assert [pop_revive_skip_if_group_absent(p) for p in (kv_533, kv_550, kv_550_off)] == [False, True, False]
+    # dataclasses.replace keeps working across releases (the what-if varies policies this way)
+    assert dataclasses.replace(kv_550, broker_version=(5, 3, 3)).pop_revive_skip_if_group_absent is None
 
 
 def test_switches_refused_on_brokers_without_them() -> None:
@@ -119,6 +125,8 @@ def test_switches_refused_on_brokers_without_them() -> None:
         GroupPolicy("G", broker_version=(5, 3, 1), pop_consumer_kv_service_enable=True)
     with pytest.raises(ValueError, match=r"pop_revive_skip_if_group_absent needs broker 5\.5\.0 or later.*5\.4\.0"):
         GroupPolicy("G", broker_version=(5, 4, 0), pop_revive_skip_if_group_absent=True)
+    # false is what a 5.4.0 broker does anyway: accepted by the engine (the configuration refuses the key itself)
+    assert GroupPolicy("G", broker_version=(5, 4, 0), pop_revive_skip_if_group_absent=False)
     assert GroupPolicy(
         "G", broker_version=(5, 3, 2), pop_consumer_kv_service_enable=True
     ).pop_consumer_kv_service_enable

@@ -114,6 +114,7 @@ def _revive_lines(policy: GroupPolicy) -> list[tuple[str, str]]:
     from rocketmq_retry.engine.pop_revive import (
         POP_REVIVE_MAX_ATTEMPT_TIMES,
         kv_revive_give_up_after_ms,
+        pop_revive_skip_if_group_absent,
         revive_skipped_when_group_absent,
     )
     from rocketmq_retry.engine.versions import POP_CONSUMER_KV_SERVICE_SINCE, POP_REVIVE_SKIP_IF_GROUP_ABSENT_SINCE
@@ -138,7 +139,7 @@ def _revive_lines(policy: GroupPolicy) -> list[tuple[str, str]]:
             note = "false (PopReviveService, checkpoints in the revive log topic)"
         lines.append(("pop_consumer_kv_service_enable", note))
     if p.broker_version >= POP_REVIVE_SKIP_IF_GROUP_ABSENT_SINCE:
-        skip = str(bool(p.pop_revive_skip_if_group_absent)).lower()
+        skip = str(pop_revive_skip_if_group_absent(p)).lower()
         lost = revive_skipped_when_group_absent(p)
         what = "un-acked pops are dropped" if lost else "un-acked pops are still revived"
         lines.append(("pop_revive_skip_if_group_absent", f"{skip} (once the group's config is gone, {what})"))

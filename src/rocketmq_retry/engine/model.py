@@ -255,7 +255,7 @@ class GroupPolicy:
     pop_consumer_kv_service_enable: bool = False
     # BrokerConfig.popReviveSkipIfGroupAbsent (§5.9): PopConsumerService does not revive a record of a group without
     # a subscription group config. Broker 5.5.0 or later, where it defaults to true; None = the broker's default
-    # (true from 5.5.0, and the switch does not exist before).
+    # (true from 5.5.0; before, the switch does not exist and the record is revived).
     pop_revive_skip_if_group_absent: bool | None = None
     # The broker's full version (broker-side rules: handleRetryAndDLQ's orderly-lock short-cut from 5.1.1, …).
     broker_version: Version = UNSET_VERSION
@@ -298,10 +298,9 @@ class GroupPolicy:
                 f"later (BrokerConfig.popConsumerKVServiceEnable), but broker_version is "
                 f"{format_version(self.broker_version)}"
             )
-        has_skip_switch = self.broker_version >= POP_REVIVE_SKIP_IF_GROUP_ABSENT_SINCE
-        if self.pop_revive_skip_if_group_absent is None:
-            object.__setattr__(self, "pop_revive_skip_if_group_absent", has_skip_switch)
-        elif not has_skip_switch:
+        # False on an older broker is what it does anyway (PopConsumerService revives whatever the group), so only
+        # True is refused; None stays None (the broker's default, pop_revive.pop_revive_skip_if_group_absent).
+        if self.pop_revive_skip_if_group_absent and self.broker_version < POP_REVIVE_SKIP_IF_GROUP_ABSENT_SINCE:
             raise ValueError(
                 f"pop_revive_skip_if_group_absent needs broker {format_version(POP_REVIVE_SKIP_IF_GROUP_ABSENT_SINCE)} "
                 f"or later (BrokerConfig.popReviveSkipIfGroupAbsent), but broker_version is "

@@ -26,6 +26,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from rocketmq_retry.engine.model import GroupPolicy
+from rocketmq_retry.engine.versions import POP_REVIVE_SKIP_IF_GROUP_ABSENT_SINCE
 
 # PopConsumerService.REWRITE_INTERVALS_IN_SECONDS (5.3.2 … 5.5.0; the same 16 values as the client's popDelayLevel).
 KV_REVIVE_REWRITE_INTERVALS_S = (10, 30, 60, 120, 180, 240, 300, 360, 420, 480, 540, 600, 1200, 1800, 3600, 7200)
@@ -89,6 +90,14 @@ def kv_revive_give_up_after_ms(invisible_time_ms: int, max_attempt_times: int = 
     return total
 
 
+def pop_revive_skip_if_group_absent(policy: GroupPolicy) -> bool:
+    """``BrokerConfig.popReviveSkipIfGroupAbsent`` as the broker has it: the configured value, else its default (true
+    from rocketmq-all-5.5.0; false before, where the switch does not exist)."""
+    if policy.pop_revive_skip_if_group_absent is not None:
+        return policy.pop_revive_skip_if_group_absent
+    return policy.broker_version >= POP_REVIVE_SKIP_IF_GROUP_ABSENT_SINCE
+
+
 def revive_skipped_when_group_absent(policy: GroupPolicy) -> bool:
     """Whether an un-acked pop of this group is dropped instead of revived once the group's subscription group config
     is gone (deleted with ``deleteSubGroup``, or never created with ``autoCreateSubscriptionGroup=false``).
@@ -99,4 +108,4 @@ def revive_skipped_when_group_absent(policy: GroupPolicy) -> bool:
     """
     if revive_service(policy) == POP_REVIVE_SERVICE:
         return True
-    return bool(policy.pop_revive_skip_if_group_absent)
+    return pop_revive_skip_if_group_absent(policy)
