@@ -84,6 +84,8 @@ def test_schedule_json_default_group_is_the_reference_table(capsys: pytest.Captu
         "pop_invisible_time_ms": 60000,
         "invisible_duration_ms": 15000,
         "enable_retry_topic_v2": False,
+        "pop_consumer_kv_service_enable": False,
+        "pop_revive_skip_if_group_absent": False,
         "retry_policy": {"type": "customized", "next_ms": None},
     }
 
@@ -293,6 +295,39 @@ def test_schedule_pop_and_simple_show_their_invisible_times(
         "  enable_retry_topic_v2  true (%RETRY%s+<topic>)",
         "",
     ]
+
+
+def test_schedule_shows_the_pop_revive_switches_of_brokers_that_have_them(
+    capsys: pytest.CaptureFixture[str], tmp_path: pathlib.Path
+) -> None:
+    cfg = write_config(
+        tmp_path,
+        "brokers:\n"
+        '  b55: {version: "5.5.0", pop_consumer_kv_service_enable: true}\n'
+        '  b532: {version: "5.3.2"}\n'
+        '  b531: {version: "5.3.1"}\n'
+        "groups:\n"
+        '  p: {broker: b55, consume_mode: pop, client_version: "5.3.1", pop_invisible_time_ms: 60000}\n'
+        "  g: {broker: b532, protocol: grpc}\n"
+        "  o: {broker: b531, protocol: grpc}\n",
+    )
+    code, table, _ = run_cli(capsys, "schedule", "--group", "p", "--config", cfg)
+    lines = table.splitlines()
+    assert code == 0
+    assert lines[table_start(lines) - 3 : table_start(lines)] == [
+        "  pop_consumer_kv_service_enable   true (PopConsumerService on RocksDB; a revive failing 16 times is "
+        "dropped, 14h36m10s after the first failure)",
+        "  pop_revive_skip_if_group_absent  true (once the group's config is gone, un-acked pops are dropped)",
+        "",
+    ]
+    code, table, _ = run_cli(capsys, "schedule", "--group", "g", "--config", cfg)
+    lines = table.splitlines()
+    assert lines[table_start(lines) - 2] == (
+        "  pop_consumer_kv_service_enable  false (PopReviveService, checkpoints in the revive log topic)"
+    )
+    assert "pop_revive_skip_if_group_absent" not in table  # 5.3.2 has no such switch
+    code, table, _ = run_cli(capsys, "schedule", "--group", "o", "--config", cfg)
+    assert "pop_consumer_kv_service_enable" not in table  # nor 5.3.1 this one
 
 
 def test_bad_config_is_one_line_on_stderr(capsys: pytest.CaptureFixture[str], tmp_path: pathlib.Path) -> None:

@@ -9,6 +9,7 @@ import pytest
 from rocketmq_retry.config import CONFIG_ENV, FORMAT_NAMES, load_config, parse_config
 from rocketmq_retry.engine import FailedDelivery, next_hop
 from rocketmq_retry.engine.model import ConsumeMode, CustomizedPolicy, ExponentialPolicy, MessageModel, Protocol
+from rocketmq_retry.engine.pop_revive import pop_revive_skip_if_group_absent
 from rocketmq_retry.errors import ConfigError
 
 
@@ -127,6 +128,32 @@ def test_bounds_of_the_new_keys_are_inclusive() -> None:
     assert cfg.brokers["b"].enable_retry_topic_v2 is True
 
 
+def test_pop_revive_switches_reach_the_policy_at_the_releases_that_have_them() -> None:
+    cfg = parse_config(
+        {
+            "brokers": {
+                "kv": {"version": "5.3.2", "pop_consumer_kv_service_enable": True},  # the first broker with it
+                "b55": {"version": "5.5.0"},
+                "off": {
+                    "version": "5.5.0",
+                    "pop_consumer_kv_service_enable": True,
+                    "pop_revive_skip_if_group_absent": False,
+                },
+                "old": {"version": "5.3.3"},
+            },
+            "groups": {name: {"broker": name, "protocol": "grpc"} for name in ("kv", "b55", "off", "old")},
+        }
+    )
+    got = {
+        name: (p.pop_consumer_kv_service_enable, pop_revive_skip_if_group_absent(p))
+        for name in ("kv", "b55", "off", "old")
+        for p in [cfg.group_policy(name)]
+    }
+    # popReviveSkipIfGroupAbsent defaults to true where it exists (5.5.0) and reads false before
+    assert got == {"kv": (True, False), "b55": (False, True), "off": (True, False), "old": (False, False)}
+    assert cfg.brokers["b55"].pop_revive_skip_if_group_absent is None  # null = the broker's default
+
+
 @pytest.mark.parametrize(
     ("data", "message"),
     [
@@ -151,6 +178,17 @@ def test_bounds_of_the_new_keys_are_inclusive() -> None:
             {"brokers": {"b": {"version": "5.1.4", "enable_retry_topic_v2": True}}},
             "brokers.b.enable_retry_topic_v2: enable_retry_topic_v2 needs broker 5.2.0 or later "
             "(BrokerConfig.enableRetryTopicV2 does not exist before), but this broker's version is 5.1.4",
+        ),
+        (
+            {"brokers": {"b": {"version": "5.3.1", "pop_consumer_kv_service_enable": True}}},
+            "brokers.b.pop_consumer_kv_service_enable: pop_consumer_kv_service_enable needs broker 5.3.2 or later "
+            "(BrokerConfig.popConsumerKVServiceEnable does not exist before), but this broker's version is 5.3.1",
+        ),
+        (
+            # false too: the key names a switch the broker must have
+            {"brokers": {"b": {"version": "5.4.0", "pop_revive_skip_if_group_absent": False}}},
+            "brokers.b.pop_revive_skip_if_group_absent: pop_revive_skip_if_group_absent needs broker 5.5.0 or later "
+            "(BrokerConfig.popReviveSkipIfGroupAbsent does not exist before), but this broker's version is 5.4.0",
         ),
         ({"groups": {"g": {"client_version": "5.x"}}}, "groups.g.client_version: '5.x' is not a RocketMQ version"),
         ({"groups": {"g": {"client_version": "3.5.8"}}}, "groups.g.client_version: client version '3.5.8'"),

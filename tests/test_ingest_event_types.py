@@ -12,7 +12,7 @@ from rocketmq_retry.logformats import statements
 
 def test_event_type_accepts_the_contract_and_refuses_anything_else() -> None:
     assert contract.EventType("DEAD_LETTERED") is contract.EventType.DEAD_LETTERED == "DEAD_LETTERED"
-    assert contract.EVENT_TYPES[0] == "PUBLISHED" and len(contract.EVENT_TYPES) == len(set(contract.EVENT_TYPES)) == 23
+    assert contract.EVENT_TYPES[0] == "PUBLISHED" and len(contract.EVENT_TYPES) == len(set(contract.EVENT_TYPES)) == 25
     with pytest.raises(ValueError, match="'DLQ_ARRIVED' is not a valid EventType"):
         contract.EventType("DLQ_ARRIVED")
 

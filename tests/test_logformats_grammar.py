@@ -561,6 +561,11 @@ _EXC = "java.lang.IllegalStateException: ledger down, Listener.onMessage(Listene
 _UNIQ = "0A00000531CC18B4AAC2"
 _CID = "10.0.0.5@4242#123"
 _PY_ID = "01C31BD72CF06C63030B1B41D000000000"  # a gRPC message id: 34 hex digits, "01" first
+_POP_RECORD = (
+    "PopDeliveryRecord{popTime=1795794896000, groupId='GID_push_inventory', "
+    "topicId='%RETRY%GID_push_inventory_ORDER_EVENTS', queueId=0, retryFlag=1, invisibleTime=60000, offset=17, "
+    "attemptTimes=16, attemptId='null'}"
+)
 
 # statement variant -> (the simulator's rendering of its message, the fields the parser must extract from it).
 # Each expected dict names every extraction the statement defines (group/topic/msg_id/reconsume/detail/msgs).
@@ -696,6 +701,33 @@ _ROUND_TRIP: dict[str, tuple[str, dict[str, str]]] = {
         stats.minute_line(statements.CONSUME_FAILED_TPS, "%RETRY%GID_orders@GID_orders", 4, 60_000),
         {"group_rx": "GID_orders", "topic_rx": "%RETRY%GID_orders", "detail_rx": "4"},
     ),
+    # PopConsumerRecord#toString (5.3.3), of a copy popped from the V1 pop retry topic (retryFlag 1)
+    "L_B16": (
+        statements.fill(statements.L_B16.template, _POP_RECORD),
+        {
+            "group_rx": "GID_push_inventory",
+            "topic_rx": "%RETRY%GID_push_inventory_ORDER_EVENTS",
+            "detail_rx": _POP_RECORD,
+        },
+    ),
+    "L_B17": (
+        statements.fill(statements.L_B17.template, _POP_RECORD),
+        {
+            "group_rx": "GID_push_inventory",
+            "topic_rx": "%RETRY%GID_push_inventory_ORDER_EVENTS",
+            "detail_rx": _POP_RECORD,
+        },
+    ),
+    "L_B18": (
+        statements.fill(
+            statements.L_B18.template, "ORDER_EVENTS", "GID_push_inventory", "broker-a", 2, 17, 1795794896000, 60000, 17
+        ),
+        {
+            "group_rx": "GID_push_inventory",
+            "topic_rx": "ORDER_EVENTS",
+            "detail_rx": "ORDER_EVENTS, GID_push_inventory, broker-a, 2-17, 1795794896000, 60000, 17",
+        },
+    ),
 }
 _EXTRACTIONS = ("group_rx", "msgs_rx", "detail_rx", "topic_rx", "msg_id_rx", "reconsume_rx", "message_rx")
 _WRITTEN_ONLY_ARGS = {
@@ -795,4 +827,20 @@ def test_written_only_statement_is_claimed_by_no_parser_statement(name: str) -> 
     st = getattr(statements, name)
     assert st in statements.WRITTEN_ONLY and not st.pattern
     message = statements.fill(st.template, *_WRITTEN_ONLY_ARGS[name])
+    assert not [s.id for s in P.STATEMENTS if message.startswith(s.prefix)]
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        # PopConsumerService#revive(AtomicLong, int): the per-pass summary (every pass, also idle) and a back-off
+        "PopConsumerService, revive count=0, failure count=0, behindInMillis=50, scanInMillis=0, costInMillis=0",
+        "PopConsumerService revive backoff retry, record=" + _POP_RECORD,
+        "PopConsumerService revive error, message may be lost, record=" + _POP_RECORD,  # retried, not dropped yet
+        "reviveQueueId=1, can not get cid GID_gone, then continue",  # no literal prefix a statement could take
+    ],
+)
+def test_pop_log_lines_that_are_not_drops_are_claimed_by_no_statement(message: str) -> None:
+    from rocketmq_retry.jobs.ingest import patterns as P
+
     assert not [s.id for s in P.STATEMENTS if message.startswith(s.prefix)]

@@ -23,7 +23,6 @@ from rocketmq_retry.engine.consume_pop import (
 )
 from rocketmq_retry.engine.delay_levels import DEFAULT_MESSAGE_DELAY_LEVEL, DelayLevelError, DelayLevelTable
 from rocketmq_retry.engine.model import (
-    RETRY_TOPIC_V2_SINCE,
     ConsumeMode,
     CustomizedPolicy,
     ExponentialPolicy,
@@ -32,7 +31,15 @@ from rocketmq_retry.engine.model import (
     Protocol,
     check_invisible_duration_ms,
 )
-from rocketmq_retry.engine.versions import KNOWN_MAJORS, Version, format_version, parse_version
+from rocketmq_retry.engine.versions import (
+    KNOWN_MAJORS,
+    POP_CONSUMER_KV_SERVICE_SINCE,
+    POP_REVIVE_SKIP_IF_GROUP_ABSENT_SINCE,
+    RETRY_TOPIC_V2_SINCE,
+    Version,
+    format_version,
+    parse_version,
+)
 from rocketmq_retry.errors import ConfigError, UserError
 
 CONFIG_ENV = "ROCKETMQ_RETRY_CONFIG"
@@ -67,6 +74,16 @@ def _check_release(value: object, what: str) -> str:
     return format_version(version)
 
 
+def _needs_release(info: ValidationInfo, given: bool, field: str, since: Version, java: str) -> None:
+    """Refuse a broker switch the configured release does not have (one line naming the key and the release)."""
+    version = info.data.get("version")  # absent when the version itself was refused
+    if given and version is not None and parse_version(version) < since:
+        raise ValueError(
+            f"{field} needs broker {format_version(since)} or later ({java} does not exist before), "
+            f"but this broker's version is {version}"
+        )
+
+
 class BrokerConfig(_Strict):
     version: str = Field(
         "4.9.4",
@@ -80,6 +97,18 @@ class BrokerConfig(_Strict):
         "instead of %RETRY%<group>_<topic>.",
     )
 
+    pop_consumer_kv_service_enable: bool = Field(
+        False,
+        description="BrokerConfig.popConsumerKVServiceEnable with popConsumerKVServiceInit (5.3.2 and later): pop "
+        "records kept in RocksDB and revived by PopConsumerService (§5.9).",
+    )
+    pop_revive_skip_if_group_absent: bool | None = Field(
+        None,
+        description="BrokerConfig.popReviveSkipIfGroupAbsent (5.5.0 and later, default true): PopConsumerService "
+        "drops the record of a group without a subscription group config instead of reviving it (§5.9). "
+        "null = the broker's default.",
+    )
+
     @field_validator("version", mode="before")
     @classmethod
     def _release(cls, value: object) -> str:
@@ -88,12 +117,27 @@ class BrokerConfig(_Strict):
     @field_validator("enable_retry_topic_v2")
     @classmethod
     def _v2_needs_520(cls, value: bool, info: ValidationInfo) -> bool:
-        version = info.data.get("version")  # absent when the version itself was refused
-        if value and version is not None and parse_version(version) < RETRY_TOPIC_V2_SINCE:
-            raise ValueError(
-                f"enable_retry_topic_v2 needs broker {format_version(RETRY_TOPIC_V2_SINCE)} or later "
-                f"(BrokerConfig.enableRetryTopicV2 does not exist before), but this broker's version is {version}"
-            )
+        _needs_release(info, value, "enable_retry_topic_v2", RETRY_TOPIC_V2_SINCE, "BrokerConfig.enableRetryTopicV2")
+        return value
+
+    @field_validator("pop_consumer_kv_service_enable")
+    @classmethod
+    def _kv_needs_532(cls, value: bool, info: ValidationInfo) -> bool:
+        field, since, java = (
+            "pop_consumer_kv_service_enable",
+            POP_CONSUMER_KV_SERVICE_SINCE,
+            "popConsumerKVServiceEnable",
+        )
+        _needs_release(info, value, field, since, f"BrokerConfig.{java}")
+        return value
+
+    @field_validator("pop_revive_skip_if_group_absent")
+    @classmethod
+    def _skip_needs_550(cls, value: bool | None, info: ValidationInfo) -> bool | None:
+        # any explicit value, true or false, names a switch the broker must have
+        java = "BrokerConfig.popReviveSkipIfGroupAbsent"
+        field, since = "pop_revive_skip_if_group_absent", POP_REVIVE_SKIP_IF_GROUP_ABSENT_SINCE
+        _needs_release(info, value is not None, field, since, java)
         return value
 
     @field_validator("message_delay_level")
@@ -495,6 +539,8 @@ class Config(_Strict):
             broker_version=broker.release,
             client_version=parse_version(settings.client_version) if settings.client_version else broker.release,
             enable_retry_topic_v2=broker.enable_retry_topic_v2,
+            pop_consumer_kv_service_enable=broker.pop_consumer_kv_service_enable,
+            pop_revive_skip_if_group_absent=broker.pop_revive_skip_if_group_absent,
             delay_level_when_next_consume=settings.delay_level_when_next_consume,
             pop_invisible_time_ms=settings.pop_invisible_time_ms,
             invisible_duration_ms=settings.invisible_duration_ms,

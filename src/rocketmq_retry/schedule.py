@@ -104,6 +104,45 @@ def schedule_settings(policy: GroupPolicy) -> list[tuple[str, str]]:
         lines.append(
             ("enable_retry_topic_v2", f"{str(v2).lower()} ({retry_topic(p.group)}{'+' if v2 else '_'}<topic>)")
         )
+        lines += _revive_lines(p)
+    return lines
+
+
+def _revive_lines(policy: GroupPolicy) -> list[tuple[str, str]]:
+    """Which broker service revives the group's un-acked pops and what it does when a revive fails or the group is
+    gone (§5.9); the keys appear only on brokers that have them."""
+    from rocketmq_retry.engine.pop_revive import (
+        POP_REVIVE_MAX_ATTEMPT_TIMES,
+        kv_revive_give_up_after_ms,
+        pop_revive_skip_if_group_absent,
+        revive_skipped_when_group_absent,
+    )
+    from rocketmq_retry.engine.versions import POP_CONSUMER_KV_SERVICE_SINCE, POP_REVIVE_SKIP_IF_GROUP_ABSENT_SINCE
+
+    p = policy
+    lines: list[tuple[str, str]] = []
+    if p.broker_version >= POP_CONSUMER_KV_SERVICE_SINCE:
+        if p.pop_consumer_kv_service_enable:
+            # the record's invisible time: the pop's (remoting POP, SimpleConsumer); a gRPC push nack sets its own
+            mode = p.consume_mode.value
+            invisible = {"pop": p.pop_invisible_time_ms, "simple": p.invisible_duration_ms}.get(mode)
+            when = (
+                f", {format_duration(kv_revive_give_up_after_ms(invisible))} after the first failure"
+                if invisible is not None
+                else ""
+            )
+            note = (
+                f"true (PopConsumerService on RocksDB; a revive failing {POP_REVIVE_MAX_ATTEMPT_TIMES} times is "
+                f"dropped{when})"
+            )
+        else:
+            note = "false (PopReviveService, checkpoints in the revive log topic)"
+        lines.append(("pop_consumer_kv_service_enable", note))
+    if p.broker_version >= POP_REVIVE_SKIP_IF_GROUP_ABSENT_SINCE:
+        skip = str(pop_revive_skip_if_group_absent(p)).lower()
+        lost = revive_skipped_when_group_absent(p)
+        what = "un-acked pops are dropped" if lost else "un-acked pops are still revived"
+        lines.append(("pop_revive_skip_if_group_absent", f"{skip} (once the group's config is gone, {what})"))
     return lines
 
 

@@ -18,6 +18,7 @@ from rocketmq_retry.engine.model import (
     PathStep,
 )
 from rocketmq_retry.engine.next_hop import next_hop
+from rocketmq_retry.engine.pop_revive import pop_revive_skip_if_group_absent
 from rocketmq_retry.engine.versions import format_version
 
 FailureSource = FailedDelivery | Callable[[int], FailedDelivery]
@@ -139,5 +140,7 @@ def policy_settings(policy: GroupPolicy) -> dict[str, object]:
         "pop_invisible_time_ms": policy.pop_invisible_time_ms,
         "invisible_duration_ms": policy.invisible_duration_ms,
         "enable_retry_topic_v2": policy.enable_retry_topic_v2,
+        "pop_consumer_kv_service_enable": policy.pop_consumer_kv_service_enable,
+        "pop_revive_skip_if_group_absent": pop_revive_skip_if_group_absent(policy),  # the broker's default filled in
         "retry_policy": retry_policy,
     }

@@ -12,6 +12,9 @@ from enum import StrEnum
 from rocketmq_retry.engine.delay_levels import DelayLevelTable
 from rocketmq_retry.engine.versions import (
     KNOWN_MAJORS,
+    POP_CONSUMER_KV_SERVICE_SINCE,
+    POP_REVIVE_SKIP_IF_GROUP_ABSENT_SINCE,
+    RETRY_TOPIC_V2_SINCE,
     UNSET_VERSION,
     Version,
     check_version,
@@ -29,9 +32,6 @@ INTEGER_MAX_VALUE = 2**31 - 1
 # ProxyConfig.minInvisibleTimeMillsForRecv / maxInvisibleTimeMills (§5.5), both bounds inclusive.
 MIN_INVISIBLE_TIME_MS_FOR_RECV = 10_000
 MAX_INVISIBLE_TIME_MS = 12 * 3_600_000
-# BrokerConfig.enableRetryTopicV2 exists from rocketmq-all-5.2.0 (absent in 5.0.0, 5.1.0 and 5.1.4; default false
-# in 5.2.0, 5.3.0 and 5.3.3): older brokers only build V1 pop retry topics (KeyBuilder.buildPopRetryTopicV1).
-RETRY_TOPIC_V2_SINCE: Version = (5, 2, 0)
 
 
 def check_invisible_duration_ms(invisible_duration_ms: int) -> int:
@@ -60,9 +60,84 @@ def dlq_topic(group: str) -> str:
 UNKNOWN_TOPIC = "<topic>"
 
 
+POP_RETRY_SEPARATOR_V1 = "_"  # KeyBuilder.POP_RETRY_SEPARATOR_V1
+POP_RETRY_SEPARATOR_V2 = "+"  # KeyBuilder.POP_RETRY_SEPARATOR_V2; '+' is not allowed in a topic or group name
+# A V2 pop retry topic split back into group and business topic (KeyBuilder.parseGroup / parseNormalTopic: split on
+# '+', exactly two parts), as a Java/Python regex for a Spark regexp_extract: group 1 the group, group 2 the topic.
+POP_RETRY_TOPIC_V2_RX = r"^%RETRY%([^+]+)\+([^+]+)$"
+
+
 def pop_retry_topic(group: str, topic: str, v2: bool = False) -> str:
     """``KeyBuilder.buildPopRetryTopicV1/V2`` (§2.4): ``%RETRY%<group>_<topic>`` or ``%RETRY%<group>+<topic>``."""
-    return f"{RETRY_TOPIC_PREFIX}{group}{'+' if v2 else '_'}{topic}"
+    sep = POP_RETRY_SEPARATOR_V2 if v2 else POP_RETRY_SEPARATOR_V1
+    return f"{RETRY_TOPIC_PREFIX}{group}{sep}{topic}"
+
+
+class RetryTopicRule(StrEnum):
+    """How :func:`parse_retry_topic` read a ``%RETRY%`` name."""
+
+    V2 = "v2"  # %RETRY%<group>+<topic>: unambiguous
+    KNOWN_GROUP = "known-group"  # %RETRY%<group> of a configured group: the plain (remoting) retry topic
+    KNOWN_GROUP_PREFIX = "known-group-prefix"  # %RETRY%<group>_<topic> with <group> a configured group
+    BUSINESS_TOPIC = "business-topic"  # %RETRY%<group>_<topic> with <topic> known from the copy itself
+    AS_GROUP = "as-group"  # nothing known: read as %RETRY%<group>, as KeyBuilder.parseGroup reads a V1 name
+
+
+@dataclass(frozen=True)
+class RetryTopicName:
+    """A ``%RETRY%`` topic read back: its consumer group, the business topic for a pop retry topic (None for the
+    plain ``%RETRY%<group>``), and the rule that decided."""
+
+    group: str
+    topic: str | None
+    rule: RetryTopicRule
+
+
+def parse_retry_topic(
+    name: str, known_groups: tuple[str, ...] | frozenset[str] = (), business_topic: str | None = None
+) -> RetryTopicName | None:
+    """Read a retry topic name back into (group, business topic) (§2.4, §5.9); None for a name without ``%RETRY%``.
+
+    RocketMQ itself cannot always do this: ``KeyBuilder.parseGroup`` / ``parseNormalTopic`` split a V2 name on '+'
+    (a character topic and group names may not contain, ``TopicValidator.isTopicOrGroupIllegal``), but return a V1
+    name ``%RETRY%<group>_<topic>`` whole, because '_' is legal in both names: ``%RETRY%A_B_C`` is group ``A`` with
+    topic ``B_C``, group ``A_B`` with topic ``C``, or the plain retry topic of group ``A_B_C`` (apache/rocketmq
+    issues #9632/#9633 name the collision). So, in order:
+
+    1. V2: split on '+' (two non-empty parts, else None: no broker builds such a name).
+    2. the whole rest is a configured group: the plain ``%RETRY%<group>`` (remoting send-back retries).
+    3. the longest configured group followed by '_' (preferring the one that leaves ``business_topic``).
+    4. ``business_topic`` known and the rest ends with ``_<business_topic>``: the part before it is the group.
+       Pass it only for a copy known to be a pop retry copy (one carrying ``1ST_POP_TIME``, set by
+       ``PopReviveService#reviveRetry`` / ``PopConsumerService#reviveRetry``): a remoting retry copy's
+       ``RETRY_TOPIC`` is its business topic too, and ``%RETRY%GID_ORDERS`` of group ``GID_ORDERS`` consuming
+       ``ORDERS`` would be misread as group ``GID``.
+    5. otherwise the rest is the group, as ``KeyBuilder.parseGroup`` has it (rule AS_GROUP: for a name with '_' the
+       caller may want to count it as unresolved rather than trust it).
+    """
+    if not name.startswith(RETRY_TOPIC_PREFIX):
+        return None
+    rest = name[len(RETRY_TOPIC_PREFIX) :]
+    if POP_RETRY_SEPARATOR_V2 in rest:
+        parts = rest.split(POP_RETRY_SEPARATOR_V2)
+        if len(parts) != 2 or not all(parts):
+            return None
+        return RetryTopicName(parts[0], parts[1], RetryTopicRule.V2)
+    if rest in known_groups:
+        return RetryTopicName(rest, None, RetryTopicRule.KNOWN_GROUP)
+    prefixes = [g for g in known_groups if rest.startswith(g + POP_RETRY_SEPARATOR_V1) and len(rest) > len(g) + 1]
+    if prefixes:
+        exact = [
+            g for g in prefixes if business_topic is not None and rest == g + POP_RETRY_SEPARATOR_V1 + business_topic
+        ]
+        group = max(exact or prefixes, key=len)
+        return RetryTopicName(group, rest[len(group) + 1 :], RetryTopicRule.KNOWN_GROUP_PREFIX)
+    suffix = POP_RETRY_SEPARATOR_V1 + (business_topic or "")
+    if business_topic and not business_topic.startswith(RETRY_TOPIC_PREFIX) and rest.endswith(suffix):
+        group = rest[: -len(suffix)]
+        if group:
+            return RetryTopicName(group, business_topic, RetryTopicRule.BUSINESS_TOPIC)
+    return RetryTopicName(rest, None, RetryTopicRule.AS_GROUP)
 
 
 class Protocol(StrEnum):
@@ -175,6 +250,13 @@ class GroupPolicy:
     invisible_duration_ms: int = 15_000
     # BrokerConfig.enableRetryTopicV2 (§2.4): pop retry topics use '+' instead of '_'. Broker 5.2.0 or later.
     enable_retry_topic_v2: bool = False
+    # BrokerConfig.popConsumerKVServiceEnable (with popConsumerKVServiceInit): the broker keeps pop records in RocksDB
+    # and PopConsumerService revives them (§5.9). Broker 5.3.2 or later; default false.
+    pop_consumer_kv_service_enable: bool = False
+    # BrokerConfig.popReviveSkipIfGroupAbsent (§5.9): PopConsumerService does not revive a record of a group without
+    # a subscription group config. Broker 5.5.0 or later, where it defaults to true; None = the broker's default
+    # (true from 5.5.0; before, the switch does not exist and the record is revived).
+    pop_revive_skip_if_group_absent: bool | None = None
     # The broker's full version (broker-side rules: handleRetryAndDLQ's orderly-lock short-cut from 5.1.1, …).
     broker_version: Version = UNSET_VERSION
     # The remoting client (org.apache.rocketmq:rocketmq-client) the group's consumers and its internal producer run;
@@ -209,6 +291,20 @@ class GroupPolicy:
             raise ValueError(
                 f"enable_retry_topic_v2 needs broker {format_version(RETRY_TOPIC_V2_SINCE)} or later "
                 f"(BrokerConfig.enableRetryTopicV2), but broker_version is {format_version(self.broker_version)}"
+            )
+        if self.pop_consumer_kv_service_enable and self.broker_version < POP_CONSUMER_KV_SERVICE_SINCE:
+            raise ValueError(
+                f"pop_consumer_kv_service_enable needs broker {format_version(POP_CONSUMER_KV_SERVICE_SINCE)} or "
+                f"later (BrokerConfig.popConsumerKVServiceEnable), but broker_version is "
+                f"{format_version(self.broker_version)}"
+            )
+        # False on an older broker is what it does anyway (PopConsumerService revives whatever the group), so only
+        # True is refused; None stays None (the broker's default, pop_revive.pop_revive_skip_if_group_absent).
+        if self.pop_revive_skip_if_group_absent and self.broker_version < POP_REVIVE_SKIP_IF_GROUP_ABSENT_SINCE:
+            raise ValueError(
+                f"pop_revive_skip_if_group_absent needs broker {format_version(POP_REVIVE_SKIP_IF_GROUP_ABSENT_SINCE)} "
+                f"or later (BrokerConfig.popReviveSkipIfGroupAbsent), but broker_version is "
+                f"{format_version(self.broker_version)}"
             )
         check_invisible_duration_ms(self.invisible_duration_ms)
 

@@ -58,3 +58,22 @@ def check_version(name: str, version: object) -> Version:
             f"{name} {format_version(version)}: the engine has rules for RocketMQ 4.x and 5.x only"  # type: ignore[arg-type]
         )
     return version  # type: ignore[return-value]
+
+
+# --- broker switches that exist only from a release on (§5.9) ----------------------------------------------------
+# The configuration refuses a key whose BrokerConfig field the configured broker does not have, and the engine keys
+# the behaviour that differs on these tags. Read in apache/rocketmq's BrokerConfig at each tag (and, for 5.5.0,
+# in the develop branch after the 5.4.0 release).
+
+# BrokerConfig.enableRetryTopicV2 / retrieveMessageFromPopRetryTopicV1 (both added in rocketmq-all-5.2.0, absent in
+# 5.1.4): KeyBuilder.buildPopRetryTopicV2 names pop retry topics %RETRY%<group>+<topic>.
+RETRY_TOPIC_V2_SINCE: Version = (5, 2, 0)
+# BrokerConfig.popConsumerKVServiceInit / popConsumerKVServiceEnable / popReviveMaxAttemptTimes (added in
+# rocketmq-all-5.3.2, absent in 5.3.1; both switches default false): PopConsumerService keeps pop records in RocksDB
+# (RIP-73) instead of checkpoints in the revive log topic.
+POP_CONSUMER_KV_SERVICE_SINCE: Version = (5, 3, 2)
+# BrokerConfig.popReviveSkipIfGroupAbsent (default true): apache/rocketmq PR #9981 ("[ISSUE #9980] Skip invalid
+# records when the group is absent in Pop"), merged 2026-01 after rocketmq-all-5.4.0 (released 2025-12-24), so first
+# released in rocketmq-all-5.5.0 (2026-04-10). PopConsumerService#revive skips the record of a group without a
+# subscription group config.
+POP_REVIVE_SKIP_IF_GROUP_ABSENT_SINCE: Version = (5, 5, 0)

@@ -678,6 +678,65 @@ L_C16 = Statement(
     detail_rx=r"SUM: (\d+)",
 )
 
+# --- broker pop revive: records dropped without a DLQ (§5.9, RocketMQ 5.3.1 to 5.5.0) ------------------------------
+# All three in pop.log (logger RocketmqPop). None names a message id: they name the popped copy by group, topic,
+# queue and queue offset (the record / checkpoint), the topic being the pop retry topic for a copy popped from it.
+# Parser only: the simulator's brokers always revive. POP_DROPPED: the message is gone for the group, no DLQ copy.
+_POP_RECORD = r"PopDeliveryRecord\{popTime=\d+, groupId='[^']*', topicId='[^']*', queueId=-?\d+, .*\}"
+# L-B16 (5.3.2+, popConsumerKVServiceEnable): PopConsumerService#revive(AtomicLong, int), ERROR, after
+# popReviveMaxAttemptTimes (16) failed revives of the record (each failure a WARN "revive backoff retry").
+L_B16 = Statement(
+    "L-B16",
+    "ERROR",
+    "PopConsumerService drop record, message may be lost, record={}",
+    "5.3.2+",
+    "RocketmqPop",
+    event_type=EventType.POP_DROPPED,
+    prefix="PopConsumerService drop record, message may be lost, record=",
+    pattern=rf"^PopConsumerService drop record, message may be lost, record={_POP_RECORD}$",
+    formats=BROKERS,
+    group_rx=r"groupId='([^']*)'",
+    topic_rx=r"topicId='([^']*)'",
+    detail_rx=r"record=(PopDeliveryRecord\{.*\})$",
+    written=False,
+)
+# L-B17 (5.5.0+, popReviveSkipIfGroupAbsent, default true): PopConsumerService#revive(PopConsumerRecord), INFO: the
+# group has no subscription group config, the record is deleted unrevived.
+L_B17 = Statement(
+    "L-B17",
+    "INFO",
+    "PopConsumerService skip revive message, record={}",
+    "5.5.0+",
+    "RocketmqPop",
+    event_type=EventType.POP_DROPPED,
+    prefix="PopConsumerService skip revive message, record=",
+    pattern=rf"^PopConsumerService skip revive message, record={_POP_RECORD}$",
+    formats=BROKERS,
+    group_rx=r"groupId='([^']*)'",
+    topic_rx=r"topicId='([^']*)'",
+    detail_rx=r"record=(PopDeliveryRecord\{.*\})$",
+    written=False,
+)
+# L-B18 (5.3.1+, skipWhenCKRePutReachMaxTimes, default false): PopReviveService#rePutCK, WARN: a checkpoint rewritten
+# 17 times (ckRewriteIntervalsInSeconds) is not rewritten again. Arguments: topic, group, brokerName,
+# queueId-offset (a timestamp instead of the offset when called for a checkpoint that "stay too long"), popTime,
+# invisibleTime, rePutTimes.
+L_B18 = Statement(
+    "L-B18",
+    "WARN",
+    "rePut CK reach max times, drop it. {}, {}, {}, {}-{}, {}, {}, {}",
+    "5.3.1+",
+    "RocketmqPop",
+    event_type=EventType.POP_DROPPED,
+    prefix="rePut CK reach max times, drop it. ",
+    pattern=r"^rePut CK reach max times, drop it\. ([^,]*), ([^,]*), ([^,]*), (-?\d+)-(-?\d+), (\d+), (\d+), (\d+)$",
+    formats=BROKERS,
+    group_rx=r"^rePut CK reach max times, drop it\. [^,]*, ([^,]*),",
+    topic_rx=r"^rePut CK reach max times, drop it\. ([^,]*),",
+    detail_rx=r"^rePut CK reach max times, drop it\. (.*)$",
+    written=False,
+)
+
 # The parser's table, in match order (the first statement whose prefix matches decides the event_type).
 STATEMENTS: tuple[Statement, ...] = (
     L_C1,
@@ -716,6 +775,9 @@ STATEMENTS: tuple[Statement, ...] = (
     L_B10,
     L_B15,
     L_C16,
+    L_B16,
+    L_B17,
+    L_B18,
 )
 # Statements the simulator writes that carry no retry evidence the parser reads (each says why above).
 WRITTEN_ONLY: tuple[Statement, ...] = (S_RUNNING_CONTAINER, G_FIFO_EXHAUSTED)
