@@ -41,10 +41,12 @@ def test_ingest_sql_writes_only_contract_event_types() -> None:
 
     from rocketmq_retry.jobs.ingest.dump import dump_event_sql
     from rocketmq_retry.jobs.ingest.event import EVENT_FIELDS
+    from rocketmq_retry.jobs.ingest.revive import revive_events_sql
     from rocketmq_retry.jobs.ingest.trace import trace_records_sql
 
     sql = dump_event_sql(EVENT_FIELDS) + trace_records_sql("b", "NULL", "'trace'", EVENT_FIELDS)
+    sql += revive_events_sql(EVENT_FIELDS)
     written = set(re.findall(r"THEN '([A-Z_]+)'|ELSE '([A-Z_]+)'", sql))
     types = {t for pair in written for t in pair if t}
     assert types == {"DEAD_LETTERED", "RETRY_ENQUEUED", "SEND_BACK", "PUBLISHED", "PUBLISH_FAILED", "DELIVERED",
-                     "CONSUME_OK", "CONSUME_FAILED"}  # fmt: skip
+                     "CONSUME_OK", "CONSUME_FAILED", "POP_CHECKPOINT", "POP_ACK"}  # fmt: skip

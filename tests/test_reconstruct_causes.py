@@ -22,7 +22,7 @@ OBS = (
     "app_frame string, event_id string, t_ms bigint, detail string, event_time timestamp"
 )
 PLAN = (
-    "consumer_group string, msg_id string, attempt int, outcome string, fail_t bigint, sendback_at bigint, "
+    "consumer_group string, msg_id string, attempt int, outcome string, failed_ms bigint, sendback_at bigint, "
     "sbf_at bigint, local_at bigint, sched_at bigint, ready_at bigint, wait_ms bigint, prev_next_expected_ms bigint"
 )
 

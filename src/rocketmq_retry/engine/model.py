@@ -26,6 +26,13 @@ from rocketmq_retry.engine.versions import (
 RETRY_TOPIC_PREFIX = "%RETRY%"
 DLQ_TOPIC_PREFIX = "%DLQ%"
 SCHEDULE_TOPIC = "SCHEDULE_TOPIC_XXXX"
+# §2.6 the POP checkpoint log: PopAckConstants.REVIVE_TOPIC (TopicValidator.SYSTEM_TOPIC_PREFIX + "REVIVE_LOG_");
+# buildClusterReviveTopic appends the cluster name. Its records' tags: CK_TAG (a PopCheckPoint), ACK_TAG (an
+# AckMsg), BATCH_ACK_TAG (a BatchAckMsg, written by PopBufferMergeService with enablePopBatchAck)
+REVIVE_TOPIC_PREFIX = "rmq_sys_REVIVE_LOG_"
+REVIVE_CK_TAG = "ck"
+REVIVE_ACK_TAG = "ack"
+REVIVE_BATCH_ACK_TAG = "bAck"
 TRACE_TOPIC = "RMQ_SYS_TRACE_TOPIC"
 CLIENT_INNER_PRODUCER_GROUP = "CLIENT_INNER_PRODUCER"
 INTEGER_MAX_VALUE = 2**31 - 1

@@ -45,6 +45,8 @@ def dump_event_sql(event_fields: tuple[tuple[str, str], ...]) -> str:
             "original_topic": f"coalesce({nz('j.properties.RETRY_TOPIC')}, "
             f"CASE WHEN NOT ({is_dlq} OR {is_retry} OR {is_sched}) THEN {topic} END)",
             "queue_id": queue_id,
+            # what a revive-log checkpoint names the stored copy by (docs/ingest.md "POP checkpoints")
+            "queue_offset": "try_cast(j.queueOffset AS BIGINT)",
             "reconsume_times": "try_cast(j.reconsumeTimes AS INT)",
             # the schedule topic's queue is level - 1 (§3.2); DELAY is the level the broker used
             "delay_level": f"coalesce(try_cast({nz('j.properties.DELAY')} AS INT), "

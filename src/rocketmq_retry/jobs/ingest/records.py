@@ -10,9 +10,11 @@ from typing import TYPE_CHECKING
 from pyspark.sql import Column
 from pyspark.sql import functions as F
 
+from rocketmq_retry.engine.model import REVIVE_TOPIC_PREFIX
 from rocketmq_retry.jobs.ingest import patterns as P
 from rocketmq_retry.jobs.ingest.dump import dump_event_sql
 from rocketmq_retry.jobs.ingest.event import EVENT_FIELDS, capped, no_bad, no_bind, no_events, null_if_empty
+from rocketmq_retry.jobs.ingest.revive import revive_body_sql, revive_events_sql, revive_reason_sql
 from rocketmq_retry.jobs.ingest.sql import epoch_ms
 from rocketmq_retry.jobs.ingest.trace import trace_bad_sql, trace_good_sql, trace_records_sql
 
@@ -112,8 +114,8 @@ def classify_trace_lines(lines: DataFrame, ds: str, day_zone: str = "UTC") -> Da
 DUMP_SCHEMA = (
     "dumpTopic string, topic string, queueId string, queueOffset string, msgId string, offsetMsgId string, "
     "uniqKey string, bornTimestamp string, bornHost string, storeTimestamp string, storeHost string, "
-    "reconsumeTimes string, properties struct<UNIQ_KEY:string, KEYS:string, TAGS:string, RETRY_TOPIC:string, "
-    "REAL_TOPIC:string, REAL_QID:string, DELAY:string, ORIGIN_MESSAGE_ID:string>, body string"
+    "reconsumeTimes string, tags string, properties struct<UNIQ_KEY:string, KEYS:string, TAGS:string, "
+    "RETRY_TOPIC:string, REAL_TOPIC:string, REAL_QID:string, DELAY:string, ORIGIN_MESSAGE_ID:string>, body string"
 )
 
 
@@ -123,7 +125,8 @@ def dump_event() -> Column:
 
 
 def classify_dump_lines(lines: DataFrame, ds: str, day_zone: str = "UTC") -> DataFrame:
-    """``message-dump`` JSON Lines; a dump of the trace topic is read as ``trace`` records."""
+    """``message-dump`` JSON Lines; a dump of the trace topic is read as ``trace`` records, one of the revive log
+    topic as POP checkpoints and acks (``ingest.revive``: a body that is no such record quarantines its line)."""
     line = F.col("line")
     hostile = _hostile(line)
     safe = F.when(hostile.isNull(), line)
@@ -142,11 +145,15 @@ def classify_dump_lines(lines: DataFrame, ds: str, day_zone: str = "UTC") -> Dat
     df = df.withColumn("topic_", topic)
     store_time = F.expr(epoch_ms("j.storeTimestamp"))
     is_trace = F.coalesce(topic.rlike(TRACE_TOPICS_RX), F.lit(False))
+    is_revive = F.coalesce(topic.startswith(REVIVE_TOPIC_PREFIX), F.lit(False))
+    df = df.withColumn("rv", F.when(is_revive, F.expr(revive_body_sql())))
+    revive_reason = F.when(is_revive, F.expr(revive_reason_sql("rv")))
     q_reason = (
         F.when(F.col("hostile").isNotNull(), F.col("hostile"))
         .when(F.col("blank"), F.lit(None))
         .when(j.isNull() | topic.isNull(), F.lit("not a message-dump JSON object (no topic)"))
         .when(store_time.isNull(), F.lit("dump line without a valid storeTimestamp"))
+        .when(revive_reason.isNotNull(), revive_reason)
         .when(
             ~is_trace
             & F.coalesce(
@@ -155,7 +162,7 @@ def classify_dump_lines(lines: DataFrame, ds: str, day_zone: str = "UTC") -> Dat
             F.lit("dump line without a message id"),
         )
     )
-    df = df.select("*", q_reason.alias("q_reason"), is_trace.alias("is_trace"))
+    df = df.select("*", q_reason.alias("q_reason"), is_trace.alias("is_trace"), is_revive.alias("is_revive"))
     records = trace_records("coalesce(j.body, '')", epoch_ms("j.storeTimestamp"), "'trace'")
     df = df.withColumn("_trace_records", F.when(F.col("q_reason").isNull() & F.col("is_trace"), records))
     t_good, t_bad = trace_events("_trace_records")
@@ -170,6 +177,7 @@ def classify_dump_lines(lines: DataFrame, ds: str, day_zone: str = "UTC") -> Dat
         q_reason.alias("q_reason"),
         F.when(q_reason.isNotNull() | F.col("blank"), no_events())
         .when(is_trace, t_good)
+        .when(F.col("is_revive"), F.expr(revive_events_sql(EVENT_FIELDS, "rv")))
         .otherwise(F.array(dump_event()))
         .alias("all_events"),
         F.when(q_reason.isNull() & is_trace, t_bad).otherwise(no_bad()).alias("bad"),

@@ -22,6 +22,7 @@ _LIFECYCLE_COLUMNS = (
     "dlq_copy_offset",
     "silent_ok",
     "m_born_host",
+    "max_pop",
 )
 
 
@@ -36,6 +37,10 @@ def last_attempt() -> Column:
     # deliveries (the engine's threshold), not the DLQ copy's r.
     fifo_dlq = (F.col("mode") == "GRPC_FIFO") & F.col("dlq_r").isNotNull()
     last = F.greatest(last, F.when(fifo_dlq, F.col("dlq_threshold")))
+    # a checkpoint is a pop, a delivery, up to the group's last attempt; a pop past it is the proxy's dead-letter
+    # forward (§5.4: ReceiveMessageActivity pops the revived copy, sends it to the DLQ and acks it)
+    popped = F.least(F.col("max_pop"), F.coalesce(F.col("dlq_threshold"), F.col("max_pop")))  # least skips nulls
+    last = F.greatest(last, F.when(F.col("max_pop").isNotNull(), popped))
     return F.when(last >= 0, last)
 
 
@@ -101,7 +106,11 @@ def attempt_outcome() -> Column:
     timed_out = F.coalesce(F.col("timeout"), F.lit(False))
     return (
         F.when(bcast_failed | timed_out, HopState.FAILED)
-        .when(F.col("ok_at").isNotNull() | F.coalesce(F.col("silent_ok"), F.lit(False)), "OK")
+        # an acked last checkpoint is a consumption the broker recorded (``reconstruct.pops``)
+        .when(
+            F.col("ok_at").isNotNull() | F.col("pop_ok_ms").isNotNull() | F.coalesce(F.col("silent_ok"), F.lit(False)),
+            "OK",
+        )
         .when(failed_known | later, HopState.FAILED)
         .when(F.col("mode") == "BROADCASTING", F.lit(None))
         .otherwise(F.lit(None))
@@ -172,7 +181,10 @@ def attempt_plan(lc: DataFrame, af: DataFrame, schedule: DataFrame, horizon_ms: 
     a = a.withColumn("hop_action", hop_action())
     a = a.withColumn("level", delay_level())
     a = a.withColumn("wait_ms", wait_ms())
-    a = a.withColumn("fail_t", F.coalesce("fail_at", "drop_at", "seen_at"))
+    # fail_t: the failure's line, else the delivery (what the engine's waits count from); failed_ms: when the
+    # delivery failed, where the revive log says it and no client line does (``reconstruct.pops``)
+    a = a.withColumn("fail_t", F.coalesce("fail_at", "drop_at", "seen_at", "pop_at"))
+    a = a.withColumn("failed_ms", F.coalesce("fail_at", "drop_at", "pop_fail_ms", "fail_t"))
     a = a.withColumn("next_expected_ms", next_expected_ms())
     w = Window.partitionBy(*KEY).orderBy("attempt")
     for col in ("hop_action", "next_expected_ms", "next_topic", "ready_at", "variant", "wait_ms"):

@@ -94,7 +94,7 @@ def failed_at() -> Column:
     delivery was due (an inferred failure)."""
     copy_arrival = F.col("ready_at") - F.coalesce(F.col("wait_ms"), F.lit(0))
     return F.coalesce(
-        "fail_t", "sendback_at", "sbf_at", "local_at", "sched_at", copy_arrival, "prev_next_expected_ms"
+        "failed_ms", "sendback_at", "sbf_at", "local_at", "sched_at", copy_arrival, "prev_next_expected_ms"
     ).cast("long")
 
 

@@ -15,6 +15,7 @@ from rocketmq_retry.engine.message_const import PROPERTY_REAL_TOPIC
 from rocketmq_retry.engine.model import DLQ_TOPIC_PREFIX, RETRY_TOPIC_PREFIX, SCHEDULE_TOPIC
 from rocketmq_retry.jobs.ingest.parse import COUNTER_EVENTS, GROUP_EVENTS
 from rocketmq_retry.jobs.reconstruct.attribution import GrpcGroups, attribute
+from rocketmq_retry.jobs.reconstruct.pops import resolve_pops
 
 # DESIGN §4 events columns (the data contract). The ingest job owns the table; the reconstruction selects these
 # names and nothing else, so extra columns in the real table are harmless.
@@ -145,6 +146,9 @@ def evidence_kind() -> Column:
             ),
             "OTHER",
         )
+        # a revive-log checkpoint / ack (§2.6): about a pop of a stored copy, not the copy (``reconstruct.pops``)
+        .when(et == EventType.POP_CHECKPOINT, "POP")
+        .when(et == EventType.POP_ACK, "POPACK")
         .when(et == EventType.DELIVERED, "DELIVERY")
         .when(et == EventType.CONSUME_OK, "OK")
         .when(et.isin(EventType.CONSUME_FAILED, EventType.POP_NACK), "FAIL")
@@ -183,6 +187,8 @@ def attempt_of(orderly_groups: tuple[str, ...] = ()) -> Column:
     orderly = F.col("consumer_group").isin(*orderly_groups) if orderly_groups else F.lit(False)
     return (
         F.when(kind.isin(*CONSUMER_KINDS), r)
+        # a checkpoint carries the popped copy's r (``pops.resolve_pops``): the delivery it made
+        .when(kind.isin("POP", "POPACK"), r)
         .when((kind == "SCHED") & F.col("dlq_bound") & orderly, r)
         .when(kind.isin("SCHED", "READY"), r - 1)
         .otherwise(F.lit(None).cast("int"))
@@ -203,7 +209,7 @@ def observations(
     ``orderly_groups`` are the remoting orderly groups, whose DLQ-bound copies keep r (see ``attempt_of``).
     ``bindings`` and ``grpc`` are the evidence ``attribution.attribute`` reads; rows it cannot attribute keep no
     group and carry ``unattributed`` (a reason code)."""
-    ev = link_identities(conform(events, zone), known_groups)
+    ev = link_identities(resolve_pops(conform(events, zone)), known_groups)
     need = F.col("consumer_group").isNull() & F.col("event_type").isin(*GROUP_EVENTS)
     ev = attribute(ev, bindings, grpc or GrpcGroups(), need).withColumn("original_topic", business_topic())
     ev = (

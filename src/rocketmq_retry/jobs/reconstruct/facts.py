@@ -232,6 +232,9 @@ def lifecycle_facts(obs: DataFrame) -> DataFrame:
             # a delivery's own record (SubBefore), not an outcome line, which can be written after the DLQ put
             F.max(F.when(kind == "DELIVERY", F.col("t_ms"))).alias("last_delivery_ms"),
             F.max(F.when(kind.isin("SCHED", "READY", "SENDBACK", "SBF"), F.col("attempt"))).alias("max_copy"),
+            # the last attempt a revive-log checkpoint shows popped (``reconstruct.pops``; capped by the group's
+            # last attempt in ``attempts.last_attempt``: a later pop is the proxy's dead-letter forward, §5.4)
+            F.max(F.when(kind == "POP", F.col("attempt"))).alias("max_pop"),
             F.max(F.when(kind == "READY", F.col("attempt"))).alias("max_ready"),
             F.max(F.when(kind == "OK", F.col("attempt"))).alias("max_ok"),
             _min_t(kind == "DLQ").alias("dlq_ms"),

@@ -30,6 +30,7 @@ from rocketmq_retry.jobs.reconstruct.events import observations
 from rocketmq_retry.jobs.reconstruct.facts import KEY, attempt_facts, lifecycle_rows, message_facts
 from rocketmq_retry.jobs.reconstruct.incidents import kinds_of
 from rocketmq_retry.jobs.reconstruct.lifecycles import Thresholds, lifecycles_from, lifecycles_table
+from rocketmq_retry.jobs.reconstruct.pops import pop_facts, with_pop_facts
 from rocketmq_retry.jobs.reconstruct.reconciliation import reconciliation
 from rocketmq_retry.jobs.reconstruct.tables import engine_tables, subscriptions
 from rocketmq_retry.jobs.reconstruct.transitions import TRANSITION_COLUMNS, transitions_from
@@ -102,7 +103,8 @@ def reconstruct(
     # by then is carried into D (and settled, or carried on, by D's evidence and D's horizon).
     carry_after_ms = min(int(row["before"]), bounds[0] - 1) if row["before"] is not None else bounds[0] - 1
     schedule, groups, summaries = engine_tables(spark, config, obs)
-    af = attempt_facts(obs)
+    simple = tuple(g for g in config.groups if config.group_policy(g).consume_mode is ConsumeMode.SIMPLE)
+    af = with_pop_facts(attempt_facts(obs), pop_facts(obs, simple))
     mf = message_facts(obs)
     lc = lifecycle_rows(obs, mf, groups, subscriptions(spark, config, bindings)).cache()
     # checkpointed, not cached: the causes and kinds below join it several times, and analysing those joins over
@@ -111,7 +113,6 @@ def reconstruct(
     trans_full = transitions_from(plan, lc).cache()
     # checkpointed: every table below starts from its rows rather than from the whole plan behind them
     states = _checkpoint(lifecycles_from(lc, plan, trans_full, th, horizon_ms, carry_after_ms))
-    simple = tuple(g for g in config.groups if config.group_policy(g).consume_mode is ConsumeMode.SIMPLE)
     failed = failures_of(plan, cause_facts(obs), counter_minutes(obs), simple)
     fates = states.select(*KEY, "final_state", "first_ms", "last_attempt", "last_next_expected_ms")
     kept: list[DataFrame] = []

@@ -54,6 +54,10 @@ def _pop_retry_topic(name: str) -> Column:
     )
 
 
+def _ids(name: str) -> Column:
+    return F.coalesce(F.col(name), F.array().cast("array<string>"))
+
+
 def _retry_topic() -> Column:
     return F.concat(F.lit(RETRY_TOPIC_PREFIX), F.col("consumer_group"))
 
@@ -80,14 +84,15 @@ def delivered_hop() -> Column:
     )
     return _hop(
         HopState.DELIVERED,
-        observed=F.coalesce("delivery_at", "seen_at"),
+        # a revive-log checkpoint is the pop: the delivery at its pt (``reconstruct.pops``)
+        observed=F.coalesce("delivery_at", "seen_at", "pop_at"),
         expected=F.when(r == 0, F.lit(None)).otherwise(F.col("prev_next_expected_ms")),
         topic=deliver_topic,
         queue=F.lit(None),
         level=F.lit(None),
         rt=r,
-        inferred=F.col("seen_at").isNull(),
-        evidence=F.col("ev_delivery"),
+        inferred=F.col("seen_at").isNull() & F.col("pop_at").isNull(),
+        evidence=F.concat(_ids("ev_delivery"), _ids("ev_pop")),
         when=F.lit(True),
         wait_before=F.col("prev_wait_ms"),
     )
@@ -96,14 +101,18 @@ def delivered_hop() -> Column:
 def outcome_hop() -> Column:
     return _hop(
         F.when(F.col("outcome") == "OK", HopState.CONSUMED).otherwise(HopState.FAILED),
-        observed=F.when(F.col("outcome") == "OK", F.col("ok_at")).otherwise(F.col("fail_t")),
+        observed=F.when(F.col("outcome") == "OK", F.coalesce("ok_at", "pop_ok_ms")).otherwise(F.col("failed_ms")),
         expected=F.lit(None),
         topic=F.lit(None),
         queue=F.lit(None),
         level=F.lit(None),
         rt=F.col("attempt"),
-        inferred=F.col("ok_at").isNull() & F.col("fail_at").isNull() & F.col("drop_at").isNull(),
-        evidence=F.col("ev_outcome"),
+        inferred=F.col("ok_at").isNull()
+        & F.col("fail_at").isNull()
+        & F.col("drop_at").isNull()
+        & F.col("pop_ok_ms").isNull()
+        & F.col("pop_fail_ms").isNull(),
+        evidence=F.concat(_ids("ev_outcome"), _ids("ev_pop")),
         when=F.col("outcome").isNotNull(),
     )
 
