@@ -124,6 +124,7 @@ def test_python_listener_failures_are_attributed_and_give_their_cause(spark: Any
     thrown = [r for r in fails if r["cause"] == failed[0]["fingerprint"]]
     assert len(thrown) == 12
     assert {r["event_id"] for r in thrown} == {r["event_id"] for r in failed}
+    assert {r["cause_evidence"] for r in thrown} == {"exception-message"}
     p_throw = {k for k, v in truth().items() if v["scenario"] == "P_THROW"}
     life = {(r["consumer_group"], r["msg_id"]): r for r in _rows(spark, every_source, "lifecycles")}
     assert {tuple(life[k]["attribution"]) for k in p_throw} == {("client-log", "line")}  # + the DLQ line

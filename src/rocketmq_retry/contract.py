@@ -525,6 +525,7 @@ CAUSE_CODES = {
 # failures.cause_evidence
 CAUSE_EVIDENCE = {
     "stack-trace": "the exception and stack trace the client logged after the failure's line",
+    "exception-message": "the exception's message printed in the failure's line, no class or stack trace (Python SDK)",
     "client-line": "the client's failure line (4.x consumeMessage return null, a timeout line)",
     "trace-status": "the message trace's SubAfter contextCode",
     "client-counter": "the client's failure counter for that minute with no failure line in the collected log",

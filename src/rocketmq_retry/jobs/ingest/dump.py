@@ -5,11 +5,20 @@ has the event types)."""
 from __future__ import annotations
 
 from rocketmq_retry.contract import EventType
-from rocketmq_retry.engine.model import DLQ_TOPIC_PREFIX, RETRY_TOPIC_PREFIX, SCHEDULE_TOPIC
+from rocketmq_retry.engine.message_const import PROPERTY_FIRST_POP_TIME
+from rocketmq_retry.engine.model import (
+    DLQ_TOPIC_PREFIX,
+    POP_RETRY_TOPIC_V2_RX,
+    RETRY_TOPIC_PREFIX,
+    SCHEDULE_TOPIC,
+)
 from rocketmq_retry.jobs.ingest import patterns as P
 from rocketmq_retry.jobs.ingest.sql import epoch_ms, event_struct, nz, sql_str, when
 
 RETRY_OR_DLQ = "'^%(RETRY|DLQ)%'"
+# 1ST_POP_TIME, which PopReviveService#reviveRetry (and PopConsumerService#reviveRetry) sets on a revived POP copy,
+# tells a POP retry topic's copy from a remoting send-back's %RETRY%<group> copy (§2.6, §5.9): kept in detail.
+FIRST_POP_TIME = PROPERTY_FIRST_POP_TIME
 
 
 def dump_event_sql(event_fields: tuple[tuple[str, str], ...]) -> str:
@@ -18,6 +27,10 @@ def dump_event_sql(event_fields: tuple[tuple[str, str], ...]) -> str:
     is_dlq = f"startswith({topic}, {sql_str(DLQ_TOPIC_PREFIX)})"
     is_retry = f"startswith({topic}, {sql_str(RETRY_TOPIC_PREFIX)})"
     is_sched = f"({topic} = {sql_str(SCHEDULE_TOPIC)})"
+    # %RETRY%<group>+<topic> (V2, KeyBuilder#buildPopRetryTopicV2): '+' is in no group or topic name, so the split
+    # is exact (KeyBuilder#parseGroup / #parseNormalTopic, §5.9)
+    v2 = f"regexp_extract({topic}, {sql_str(POP_RETRY_TOPIC_V2_RX)}, {{}})"
+    first_pop = nz(f"j.properties.`{FIRST_POP_TIME}`")
     queue_id = "try_cast(j.queueId AS INT)"
     dead_lettered, retry_enqueued, send_back, published = (
         sql_str(t)
@@ -32,6 +45,7 @@ def dump_event_sql(event_fields: tuple[tuple[str, str], ...]) -> str:
             f"WHEN {is_sched} THEN {send_back} ELSE {published} END",
             "consumer_group": when(
                 (is_dlq, f"substring({topic}, 6)"),
+                (f"{is_retry} AND {v2.format(1)} != ''", v2.format(1)),
                 (is_retry, f"substring({topic}, 8)"),
                 (
                     f"{is_sched} AND {real_topic} RLIKE {RETRY_OR_DLQ}",
@@ -42,7 +56,7 @@ def dump_event_sql(event_fields: tuple[tuple[str, str], ...]) -> str:
             "offset_msg_id": nz("j.offsetMsgId"),
             "origin_msg_id": nz("j.properties.ORIGIN_MESSAGE_ID"),
             "topic": topic,
-            "original_topic": f"coalesce({nz('j.properties.RETRY_TOPIC')}, "
+            "original_topic": f"coalesce({nz('j.properties.RETRY_TOPIC')}, nullif({v2.format(2)}, ''), "
             f"CASE WHEN NOT ({is_dlq} OR {is_retry} OR {is_sched}) THEN {topic} END)",
             "queue_id": queue_id,
             # what a revive-log checkpoint names the stored copy by (docs/ingest.md "POP checkpoints")
@@ -56,7 +70,8 @@ def dump_event_sql(event_fields: tuple[tuple[str, str], ...]) -> str:
             "body": f"substring(j.body, 1, {P.RAW_CAP})",
             "broker": nz("j.storeHost"),
             "client_host": "regexp_replace(j.bornHost, '^/', '')",
-            "detail": f"CASE WHEN {real_topic} IS NOT NULL THEN concat('REAL_TOPIC=', {real_topic}) END",
+            "detail": f"nullif(concat_ws(', ', concat('REAL_TOPIC=', {real_topic}), "
+            f"concat('{FIRST_POP_TIME}=', {first_pop})), '')",
         },
         event_fields,
     )

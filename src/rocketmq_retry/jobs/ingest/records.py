@@ -115,7 +115,8 @@ DUMP_SCHEMA = (
     "dumpTopic string, topic string, queueId string, queueOffset string, msgId string, offsetMsgId string, "
     "uniqKey string, bornTimestamp string, bornHost string, storeTimestamp string, storeHost string, "
     "reconsumeTimes string, tags string, properties struct<UNIQ_KEY:string, KEYS:string, TAGS:string, "
-    "RETRY_TOPIC:string, REAL_TOPIC:string, REAL_QID:string, DELAY:string, ORIGIN_MESSAGE_ID:string>, body string"
+    "RETRY_TOPIC:string, REAL_TOPIC:string, REAL_QID:string, DELAY:string, ORIGIN_MESSAGE_ID:string, "
+    "`1ST_POP_TIME`:string>, body string"
 )
 
 

@@ -120,7 +120,10 @@ def failures_of(plan: DataFrame, facts: DataFrame, counters: DataFrame, simple_g
     trace_code = F.col("trace_status.status_code")
     exception = F.struct(
         F.col("c_fingerprint").alias("cause"),
-        F.lit("stack-trace").alias("cause_evidence"),
+        # the Python SDK prints only str(e) in its line (§5.7): a message, no class, no trace
+        F.when(F.col("c_exception_class").isNull(), F.lit("exception-message"))
+        .otherwise(F.lit("stack-trace"))
+        .alias("cause_evidence"),
         F.col("c_source").alias("source"),
         F.col("c_event_id").alias("event_id"),
     )

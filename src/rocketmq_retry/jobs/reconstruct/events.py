@@ -11,7 +11,7 @@ from pyspark.sql.window import Window
 
 from rocketmq_retry import contract
 from rocketmq_retry.contract import EventType
-from rocketmq_retry.engine.message_const import PROPERTY_REAL_TOPIC
+from rocketmq_retry.engine.message_const import PROPERTY_FIRST_POP_TIME, PROPERTY_REAL_TOPIC
 from rocketmq_retry.engine.model import DLQ_TOPIC_PREFIX, RETRY_TOPIC_PREFIX, SCHEDULE_TOPIC
 from rocketmq_retry.jobs.ingest.parse import COUNTER_EVENTS, GROUP_EVENTS
 from rocketmq_retry.jobs.reconstruct.attribution import GrpcGroups, attribute
@@ -105,8 +105,18 @@ def link_identities(events: DataFrame, known_groups: tuple[str, ...] = ()) -> Da
     out = out.withColumn("consumer_group", group)
     # A pop retry topic %RETRY%<group>_<topic> (§2.4) read as %RETRY%<group> names "<group>_<topic>": strip the
     # business topic (RETRY_TOPIC) so the copy joins its lifecycle.
+    # Only a revived POP copy (it carries 1ST_POP_TIME, §2.6) has a V1 pop retry topic: a remoting send-back copy of
+    # group GID_ORDERS consuming ORDERS is in %RETRY%GID_ORDERS with RETRY_TOPIC=ORDERS, and its group is whole
+    # (engine.model.parse_retry_topic, rules 2 and 4).
     g, ot = F.col("consumer_group"), F.col("original_topic")
-    pop_copy = F.col("topic").startswith(RETRY_TOPIC_PREFIX) & ot.isNotNull() & g.endswith(F.concat(F.lit("_"), ot))
+    revived = F.coalesce(F.col("detail").contains(f"{PROPERTY_FIRST_POP_TIME}="), F.lit(False))
+    pop_copy = (
+        F.col("topic").startswith(RETRY_TOPIC_PREFIX)
+        & revived
+        & ~g.isin(*known_groups)
+        & ot.isNotNull()
+        & g.endswith(F.concat(F.lit("_"), ot))
+    )
     stripped = F.expr("substring(consumer_group, 1, length(consumer_group) - length(original_topic) - 1)")
     out = out.withColumn("consumer_group", F.when(pop_copy, stripped).otherwise(g))
     # A revived pop copy need not carry RETRY_TOPIC: then a configured group followed by "_" names the owner.
