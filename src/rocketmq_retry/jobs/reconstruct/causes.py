@@ -91,8 +91,13 @@ def minute_of(t: Column) -> Column:
 
 def failed_at() -> Column:
     """When a failed attempt failed: its failure's own evidence, else the broker's copy of it, else when the
-    delivery was due (an inferred failure)."""
-    copy_arrival = F.col("ready_at") - F.coalesce(F.col("wait_ms"), F.lit(0))
+    delivery was due (an inferred failure).
+
+    From the copy alone the failure is the copy's time less the engine's wait (for a SimpleConsumer, the configured
+    invisible duration); a changed invisible time (``change_invisible_duration``, §5.5) makes that too early, so it
+    is never put before the copy the failed delivery was made from (``prev_ready_at``): a failure cannot precede
+    its delivery."""
+    copy_arrival = F.greatest(F.col("ready_at") - F.coalesce(F.col("wait_ms"), F.lit(0)), F.col("prev_ready_at"))
     return F.coalesce(
         "failed_ms", "sendback_at", "sbf_at", "local_at", "sched_at", copy_arrival, "prev_next_expected_ms"
     ).cast("long")
