@@ -422,6 +422,10 @@ _PY = "rocketmq-clients python/rocketmq/v5/"
 # consumer.py Consumer#__str__ and producer.py Producer#__str__, then one space.
 PY_SELF_PREFIX = r"^(?:PRODUCER|(?:PUSH|SIMPLE)_CONSUMER:[^,\s]*,) client_id:\S+ "
 _PY_TOPIC_ID = r"topic: ([^,]*), message_id: ([^,\s]*)"
+# the extractions every "…, topic: {}, message_id: {}[, {e}]" statement shares
+_PY_TOPIC_RX = r", topic: ([^,]*), message_id: "
+_PY_MSG_ID_RX = r", message_id: ([^,\s]*)"
+_PY_AFTER_ID_RX = r", message_id: [^,\s]*, (.*)$"  # the {e} after the message id: str(e)
 # PY-C1: the listener raised (ConsumptionCoordinator#__consume, consumer/push/consumption.py); the result is
 # FAILURE, so a nack follows (PushConsumer#__ack_or_nack). A listener that returns FAILURE logs nothing.
 PY_LISTENER_EXCEPTION = Statement(
@@ -434,10 +438,10 @@ PY_LISTENER_EXCEPTION = Statement(
     prefix="message listener raised an exception while consuming messages, topic: ",
     pattern=r"^message listener raised an exception while consuming messages, " + _PY_TOPIC_ID + r", (.*)$",
     formats=(PYTHON_CLIENT,),
-    topic_rx=r", topic: ([^,]*), message_id: ",
-    msg_id_rx=r", message_id: ([^,\s]*)",
+    topic_rx=_PY_TOPIC_RX,
+    msg_id_rx=_PY_MSG_ID_RX,
     status="EXCEPTION",
-    message_rx=r", message_id: [^,\s]*, (.*)$",
+    message_rx=_PY_AFTER_ID_RX,
     written=False,
 )
 # PY-C2: a message whose body failed its checksum is reported FAILURE without calling the listener
@@ -452,8 +456,8 @@ PY_CORRUPTED = Statement(
     prefix="message is corrupted for consumption, prepare to discard it, ",
     pattern=r"^message is corrupted for consumption, prepare to discard it, " + _PY_TOPIC_ID + r"$",
     formats=(PYTHON_CLIENT,),
-    topic_rx=r", topic: ([^,]*), message_id: ",
-    msg_id_rx=r", message_id: ([^,\s]*)",
+    topic_rx=_PY_TOPIC_RX,
+    msg_id_rx=_PY_MSG_ID_RX,
     detail_rx=r"^message is (corrupted) for consumption",
     written=False,
 )
@@ -468,10 +472,10 @@ PY_FIFO_BUG = Statement(
     prefix="[BUG]consume fifo raise exception, topic: ",
     pattern=r"^\[BUG\]consume fifo raise exception, " + _PY_TOPIC_ID + r", (.*)$",
     formats=(PYTHON_CLIENT,),
-    topic_rx=r", topic: ([^,]*), message_id: ",
-    msg_id_rx=r", message_id: ([^,\s]*)",
+    topic_rx=_PY_TOPIC_RX,
+    msg_id_rx=_PY_MSG_ID_RX,
     status="EXCEPTION",
-    message_rx=r", message_id: [^,\s]*, (.*)$",
+    message_rx=_PY_AFTER_ID_RX,
     written=False,
 )
 # PY-C5: the FIFO consumer ran out of local attempts and ForwardMessageToDeadLetterQueue succeeded
@@ -488,8 +492,8 @@ PY_FORWARD_DLQ_OK = Statement(
     pattern=r"^forward message to dead letter queue successfully, consumerGroup: ([^,]*), " + _PY_TOPIC_ID + r"$",
     formats=(PYTHON_CLIENT,),
     group_rx=r"consumerGroup: ([^,]*),",
-    topic_rx=r", topic: ([^,]*), message_id: ",
-    msg_id_rx=r", message_id: ([^,\s]*)",
+    topic_rx=_PY_TOPIC_RX,
+    msg_id_rx=_PY_MSG_ID_RX,
     written=False,
 )
 # PY-C6: that forward failed; the SDK retries it every second until it succeeds (same method).
@@ -503,9 +507,9 @@ PY_FORWARD_DLQ_FAILED = Statement(
     prefix="discard message raise exception, topic: ",
     pattern=r"^discard message raise exception, " + _PY_TOPIC_ID + r", (.*)$",
     formats=(PYTHON_CLIENT,),
-    topic_rx=r", topic: ([^,]*), message_id: ",
-    msg_id_rx=r", message_id: ([^,\s]*)",
-    detail_rx=r", message_id: [^,\s]*, (.*)$",
+    topic_rx=_PY_TOPIC_RX,
+    msg_id_rx=_PY_MSG_ID_RX,
+    detail_rx=_PY_AFTER_ID_RX,
     written=False,
 )
 # PY-P1 / PY-P2: Producer#__check_send_retry_condition ends the retries: out of attempts, or the server said
