@@ -219,7 +219,24 @@ def observations(
     ``orderly_groups`` are the remoting orderly groups, whose DLQ-bound copies keep r (see ``attempt_of``).
     ``bindings`` and ``grpc`` are the evidence ``attribution.attribute`` reads; rows it cannot attribute keep no
     group and carry ``unattributed`` (a reason code)."""
-    ev = link_identities(resolve_pops(conform(events, zone)), known_groups)
+    return observations_of_linked(linked_events(events, zone, known_groups), day, orderly_groups, bindings, grpc)
+
+
+def linked_events(events: DataFrame, zone: str = "UTC", known_groups: tuple[str, ...] = ()) -> DataFrame:
+    """The first half of ``observations``: conformed events, POP checkpoints resolved to their copies, ids and
+    groups linked. The pipeline stores it (a local checkpoint) before the second half: on Spark Connect the whole
+    plan of ``observations`` is a protobuf message nested past the client's decoding limit of 100 levels."""
+    return link_identities(resolve_pops(conform(events, zone)), known_groups)
+
+
+def observations_of_linked(
+    ev: DataFrame,
+    day: str,
+    orderly_groups: tuple[str, ...] = (),
+    bindings: DataFrame | None = None,
+    grpc: GrpcGroups | None = None,
+) -> DataFrame:
+    """The second half of ``observations``, over ``linked_events``."""
     need = F.col("consumer_group").isNull() & F.col("event_type").isin(*GROUP_EVENTS)
     ev = attribute(ev, bindings, grpc or GrpcGroups(), need).withColumn("original_topic", business_topic())
     ev = (

@@ -26,7 +26,7 @@ from rocketmq_retry.jobs.reconstruct.attempts import attempt_plan
 from rocketmq_retry.jobs.reconstruct.attribution import GrpcGroups, unattributed_of
 from rocketmq_retry.jobs.reconstruct.causes import cause_facts, counter_minutes, failures_of
 from rocketmq_retry.jobs.reconstruct.dead_letters import dead_letters_from
-from rocketmq_retry.jobs.reconstruct.events import observations
+from rocketmq_retry.jobs.reconstruct.events import linked_events, observations_of_linked
 from rocketmq_retry.jobs.reconstruct.facts import KEY, attempt_facts, lifecycle_rows, message_facts
 from rocketmq_retry.jobs.reconstruct.incidents import kinds_of
 from rocketmq_retry.jobs.reconstruct.lifecycles import Thresholds, lifecycles_from, lifecycles_table
@@ -91,10 +91,10 @@ def reconstruct(
     zone = config.timezone
     orderly = tuple(g for g in config.groups if sched.group_mode(config.group_policy(g)) == "ORDERLY")
     # A local checkpoint, not a cache: every later plan then starts from stored rows instead of carrying (and
-    # matching against the cache, and printing for Spark's listeners) the linking and attribution plan
-    obs = _checkpoint(
-        observations(events, day, zone, tuple(config.groups), orderly, bindings=bindings, grpc=GrpcGroups.of(config))
-    )
+    # matching against the cache, and printing for Spark's listeners) the linking and attribution plan; the linked
+    # events are stored first, so that no plan sent to a Spark Connect server nests past its decoding limit
+    linked = _checkpoint(linked_events(events, zone, tuple(config.groups)))
+    obs = _checkpoint(observations_of_linked(linked, day, orderly, bindings=bindings, grpc=GrpcGroups.of(config)))
     bounds = day_bounds(day, zone)
     row = obs.agg(F.max("t_ms").alias("h"), F.max(F.when(~F.col("in_day"), F.col("t_ms"))).alias("before")).collect()[0]
     if horizon_ms is None:
@@ -145,5 +145,5 @@ def reconstruct(
         FT.incidents_table(kinds, day_failures, written),
         obs,
         report,
-        [obs, lc, plan, trans_full, states, *kept, life],
+        [linked, obs, lc, plan, trans_full, states, *kept, life],
     )
