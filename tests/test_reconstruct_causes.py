@@ -23,7 +23,8 @@ OBS = (
 )
 PLAN = (
     "consumer_group string, msg_id string, attempt int, outcome string, failed_ms bigint, sendback_at bigint, "
-    "sbf_at bigint, local_at bigint, sched_at bigint, ready_at bigint, wait_ms bigint, prev_next_expected_ms bigint"
+    "sbf_at bigint, local_at bigint, sched_at bigint, ready_at bigint, wait_ms bigint, prev_next_expected_ms bigint, "
+    "prev_ready_at bigint"
 )
 
 
@@ -64,9 +65,10 @@ def failed(msg: str, fail_t: int | None = T0 + 1_000, group: str = G, **kw: int)
         None,
         None,
         kw.get("sched_at"),
+        kw.get("ready_at"),
+        kw.get("wait_ms"),
         None,
-        None,
-        None,
+        kw.get("prev_ready_at"),
     )
 
 
@@ -125,6 +127,10 @@ def test_the_most_specific_evidence_names_the_cause(spark: Any) -> None:
             failed("m8", fail_t=None, sched_at=T0 + 600_000),
             failed("m9"),  # only the broker's copy, in an uncounted minute
             failed("s1", fail_t=None, group=SIMPLE, sched_at=T0 + 3_000),  # a SimpleConsumer logs nothing
+            # only the revived copy (r + 1): its time less the 10 s invisible time, but never before the copy the
+            # failed delivery came from (a changed invisible time makes the first too early)
+            failed("s2", fail_t=None, group=SIMPLE, ready_at=T0 + 14_000, wait_ms=10_000, prev_ready_at=T0 + 1_000),
+            failed("s3", fail_t=None, group=SIMPLE, ready_at=T0 + 8_000, wait_ms=10_000, prev_ready_at=T0 + 1_000),
         ],
         PLAN,
     )
@@ -141,7 +147,11 @@ def test_the_most_specific_evidence_names_the_cause(spark: Any) -> None:
         "m8": (CauseCode.UNKNOWN, "no-client-evidence", None, None),
         "m9": (CauseCode.RECONSUME_LATER, "client-line", CLIENT_4X, "e9"),
         "s1": (CauseCode.INVISIBLE_TIME_EXPIRED, "invisible-expiry", None, None),
+        "s2": (CauseCode.INVISIBLE_TIME_EXPIRED, "invisible-expiry", None, None),
+        "s3": (CauseCode.INVISIBLE_TIME_EXPIRED, "invisible-expiry", None, None),
     }
+    at = {r["msg_id"]: r["failed_ms"] for r in rows}
+    assert (at["s2"], at["s3"]) == (T0 + 4_000, T0 + 1_000)
     exc = next(r for r in rows if r["msg_id"] == "m1")
     assert (exc["exception_class"], exc["root_cause_class"], exc["app_frame"]) == (
         "java.lang.IllegalStateException",
