@@ -123,12 +123,8 @@ class BrokerConfig(_Strict):
     @field_validator("pop_consumer_kv_service_enable")
     @classmethod
     def _kv_needs_532(cls, value: bool, info: ValidationInfo) -> bool:
-        field, since, java = (
-            "pop_consumer_kv_service_enable",
-            POP_CONSUMER_KV_SERVICE_SINCE,
-            "popConsumerKVServiceEnable",
-        )
-        _needs_release(info, value, field, since, f"BrokerConfig.{java}")
+        java = "BrokerConfig.popConsumerKVServiceEnable"
+        _needs_release(info, value, "pop_consumer_kv_service_enable", POP_CONSUMER_KV_SERVICE_SINCE, java)
         return value
 
     @field_validator("pop_revive_skip_if_group_absent")
@@ -136,8 +132,8 @@ class BrokerConfig(_Strict):
     def _skip_needs_550(cls, value: bool | None, info: ValidationInfo) -> bool | None:
         # any explicit value, true or false, names a switch the broker must have
         java = "BrokerConfig.popReviveSkipIfGroupAbsent"
-        field, since = "pop_revive_skip_if_group_absent", POP_REVIVE_SKIP_IF_GROUP_ABSENT_SINCE
-        _needs_release(info, value is not None, field, since, java)
+        since = POP_REVIVE_SKIP_IF_GROUP_ABSENT_SINCE
+        _needs_release(info, value is not None, "pop_revive_skip_if_group_absent", since, java)
         return value
 
     @field_validator("message_delay_level")

@@ -426,7 +426,7 @@ _PY_TOPIC_ID = r"topic: ([^,]*), message_id: ([^,\s]*)"
 _PY_TOPIC_RX = r", topic: ([^,]*), message_id: "
 _PY_MSG_ID_RX = r", message_id: ([^,\s]*)"
 _PY_AFTER_ID_RX = r", message_id: [^,\s]*, (.*)$"  # the {e} after the message id: str(e)
-# PY-C1: the listener raised (ConsumptionCoordinator#__consume, consumer/push/consumption.py); the result is
+# PY-C1: the listener raised (Consumption#__consume, consumer/push/consumption.py); the result is
 # FAILURE, so a nack follows (PushConsumer#__ack_or_nack). A listener that returns FAILURE logs nothing.
 PY_LISTENER_EXCEPTION = Statement(
     "PY-C1",
@@ -461,7 +461,7 @@ PY_CORRUPTED = Statement(
     detail_rx=r"^message is (corrupted) for consumption",
     written=False,
 )
-# PY-C4: FifoConsumptionCoordinator#__consume_fifo caught an exception around the local retries ("[BUG]"): FAILURE.
+# PY-C4: FifoConsumption#__consume_fifo caught an exception around the local retries ("[BUG]"): FAILURE.
 PY_FIFO_BUG = Statement(
     "PY-C4",
     "ERROR",

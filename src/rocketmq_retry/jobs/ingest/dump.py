@@ -16,9 +16,6 @@ from rocketmq_retry.jobs.ingest import patterns as P
 from rocketmq_retry.jobs.ingest.sql import epoch_ms, event_struct, nz, sql_str, when
 
 RETRY_OR_DLQ = "'^%(RETRY|DLQ)%'"
-# 1ST_POP_TIME, which PopReviveService#reviveRetry (and PopConsumerService#reviveRetry) sets on a revived POP copy,
-# tells a POP retry topic's copy from a remoting send-back's %RETRY%<group> copy (§2.6, §5.9): kept in detail.
-FIRST_POP_TIME = PROPERTY_FIRST_POP_TIME
 
 
 def dump_event_sql(event_fields: tuple[tuple[str, str], ...]) -> str:
@@ -29,8 +26,10 @@ def dump_event_sql(event_fields: tuple[tuple[str, str], ...]) -> str:
     is_sched = f"({topic} = {sql_str(SCHEDULE_TOPIC)})"
     # %RETRY%<group>+<topic> (V2, KeyBuilder#buildPopRetryTopicV2): '+' is in no group or topic name, so the split
     # is exact (KeyBuilder#parseGroup / #parseNormalTopic, §5.9)
-    v2 = f"regexp_extract({topic}, {sql_str(POP_RETRY_TOPIC_V2_RX)}, {{}})"
-    first_pop = nz(f"j.properties.`{FIRST_POP_TIME}`")
+    v2 = f"nullif(regexp_extract({topic}, {sql_str(POP_RETRY_TOPIC_V2_RX)}, {{}}), '')"
+    # 1ST_POP_TIME, which PopReviveService#reviveRetry (and PopConsumerService#reviveRetry) sets on a revived POP
+    # copy, tells a POP retry topic's copy from a remoting send-back's %RETRY%<group> copy (§2.6, §5.9): kept in detail
+    first_pop = nz(f"j.properties.`{PROPERTY_FIRST_POP_TIME}`")
     queue_id = "try_cast(j.queueId AS INT)"
     dead_lettered, retry_enqueued, send_back, published = (
         sql_str(t)
@@ -45,8 +44,7 @@ def dump_event_sql(event_fields: tuple[tuple[str, str], ...]) -> str:
             f"WHEN {is_sched} THEN {send_back} ELSE {published} END",
             "consumer_group": when(
                 (is_dlq, f"substring({topic}, 6)"),
-                (f"{is_retry} AND {v2.format(1)} != ''", v2.format(1)),
-                (is_retry, f"substring({topic}, 8)"),
+                (is_retry, f"coalesce({v2.format(1)}, substring({topic}, 8))"),
                 (
                     f"{is_sched} AND {real_topic} RLIKE {RETRY_OR_DLQ}",
                     f"regexp_replace({real_topic}, {RETRY_OR_DLQ}, '')",
@@ -56,7 +54,7 @@ def dump_event_sql(event_fields: tuple[tuple[str, str], ...]) -> str:
             "offset_msg_id": nz("j.offsetMsgId"),
             "origin_msg_id": nz("j.properties.ORIGIN_MESSAGE_ID"),
             "topic": topic,
-            "original_topic": f"coalesce({nz('j.properties.RETRY_TOPIC')}, nullif({v2.format(2)}, ''), "
+            "original_topic": f"coalesce({nz('j.properties.RETRY_TOPIC')}, {v2.format(2)}, "
             f"CASE WHEN NOT ({is_dlq} OR {is_retry} OR {is_sched}) THEN {topic} END)",
             "queue_id": queue_id,
             # what a revive-log checkpoint names the stored copy by (docs/ingest.md "POP checkpoints")
@@ -71,7 +69,7 @@ def dump_event_sql(event_fields: tuple[tuple[str, str], ...]) -> str:
             "broker": nz("j.storeHost"),
             "client_host": "regexp_replace(j.bornHost, '^/', '')",
             "detail": f"nullif(concat_ws(', ', concat('REAL_TOPIC=', {real_topic}), "
-            f"concat('{FIRST_POP_TIME}=', {first_pop})), '')",
+            f"concat('{PROPERTY_FIRST_POP_TIME}=', {first_pop})), '')",
         },
         event_fields,
     )

@@ -103,11 +103,10 @@ def link_identities(events: DataFrame, known_groups: tuple[str, ...] = ()) -> Da
     out = have.withColumn("linked_by", F.lit("msg_id")).unionByName(resolved)
     group = F.coalesce(F.col("consumer_group"), _group_from_topic(F.col("topic")), _real_topic_group(F.col("detail")))
     out = out.withColumn("consumer_group", group)
-    # A pop retry topic %RETRY%<group>_<topic> (§2.4) read as %RETRY%<group> names "<group>_<topic>": strip the
-    # business topic (RETRY_TOPIC) so the copy joins its lifecycle.
-    # Only a revived POP copy (it carries 1ST_POP_TIME, §2.6) has a V1 pop retry topic: a remoting send-back copy of
-    # group GID_ORDERS consuming ORDERS is in %RETRY%GID_ORDERS with RETRY_TOPIC=ORDERS, and its group is whole
-    # (engine.model.parse_retry_topic, rules 2 and 4).
+    # A V1 pop retry topic %RETRY%<group>_<topic> (§2.4) read as %RETRY%<group> names "<group>_<topic>": strip the
+    # business topic (RETRY_TOPIC) so the copy joins its lifecycle. Only a revived POP copy (it carries 1ST_POP_TIME,
+    # §2.6) has such a topic: a remoting send-back copy of group GID_ORDERS consuming ORDERS is in %RETRY%GID_ORDERS
+    # with RETRY_TOPIC=ORDERS, and its group is whole (engine.model.parse_retry_topic, rules 2 and 4).
     g, ot = F.col("consumer_group"), F.col("original_topic")
     revived = F.coalesce(F.col("detail").contains(f"{PROPERTY_FIRST_POP_TIME}="), F.lit(False))
     pop_copy = (
