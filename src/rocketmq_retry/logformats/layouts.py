@@ -227,6 +227,30 @@ SPRING_LINE_RE = (
 )
 
 
+# What every Spring Boot application prints to standard output before its first log line (SpringBootBanner#
+# printBanner, spring-boot 2.x and 3.x): a blank line, the art, then the strap line " :: Spring Boot :: " padded
+# to STRAP_LINE_SIZE (42) with " (v<version>)" (no version when it is unknown), then a blank line. Written by
+# System.out, not by logback: no head, only in a console capture (``SpringPattern.console``).
+SPRING_BOOT_BANNER_ART = (
+    "  .   ____          _            __ _ _",
+    " /\\\\ / ___'_ __ _ _(_)_ __  __ _ \\ \\ \\ \\",
+    "( ( )\\___ | '_ | '_| | '_ \\/ _` | \\ \\ \\ \\",
+    " \\\\/  ___)| |_)| | | | | || (_| |  ) ) ) )",
+    "  '  |____| .__|_| |_|_| |_\\__, | / / / /",
+    " =========|_|==============|___/=/_/_/_/",
+)
+SPRING_BOOT_STRAP = " :: Spring Boot :: "
+SPRING_BOOT_STRAP_LINE_SIZE = 42
+SPRING_BOOT_STRAP_RE = r"^ :: Spring Boot :: *( \(v[0-9A-Za-z._-]+\))?\s*$"
+
+
+def render_spring_boot_banner(version: str) -> str:
+    """The default banner as printed (``\\n`` line ends), version ``3.2.5`` -> `` :: Spring Boot ::  …  (v3.2.5)``."""
+    tag = f" (v{version})" if version else ""
+    strap = SPRING_BOOT_STRAP + " " * max(0, SPRING_BOOT_STRAP_LINE_SIZE - len(tag) - len(SPRING_BOOT_STRAP)) + tag
+    return "\n".join(("", *SPRING_BOOT_BANNER_ART, strap, "")) + "\n"
+
+
 def spring_logger_field(logger_fqcn: str) -> str:
     """``%-40.40logger{39}``: e.g. ``a.r.s.s.DefaultRocketMQListenerContainer`` (abbreviated, then cut to 40)."""
     return pad_truncate_left(abbreviate_logger(logger_fqcn, 39), 40)

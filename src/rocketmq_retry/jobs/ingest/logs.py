@@ -331,9 +331,13 @@ def _dated_log_lines(w: DataFrame, ds: str, day_zone: str) -> DataFrame:
     # a line before the file's first head line is dated by that head line
     line_ts = F.coalesce(F.col("ts"), F.col("prev_head_ts"), F.col("first_head_ts"))
     line_date = F.coalesce(F.to_date(F.from_utc_timestamp(line_ts, day_zone)), d)
-    orphan = (F.col("cat0") == "continuation") & (F.coalesce(F.col("head_seen"), F.lit(0)) == 0)
+    before_heads = (F.col("cat0") == "continuation") & (F.coalesce(F.col("head_seen"), F.lit(0)) == 0)
+    # A blank line above the first head line continues nothing, and loses nothing: the line a console capture
+    # opens with (the Spring Boot banner's first line) or a blank between two banners. Other lines there are damage.
+    lead_blank = before_heads & (F.col("cont") == "blank")
+    orphan = before_heads & ~lead_blank
     unwrapped = (F.col("cat0") == "continuation") & _unwrapped()
-    cat = F.when(orphan | unwrapped, F.lit("quarantined")).otherwise(F.col("cat0"))
+    cat = F.when(orphan | unwrapped, F.lit("quarantined")).when(lead_blank, F.lit("ignored")).otherwise(F.col("cat0"))
     w = w.withColumn("line_date", line_date).withColumn(
         "category", F.when(F.col("line_date") != d, F.lit("other_date")).otherwise(cat)
     )
@@ -345,7 +349,9 @@ def _dated_log_lines(w: DataFrame, ds: str, day_zone: str) -> DataFrame:
         "line_no",
         "line_date",
         "category",
-        F.when(F.col("category") == "ignored", F.col("why")).alias("kind"),
+        F.when(F.col("category") == "ignored", F.when(lead_blank, F.lit(P.LEAD_BLANK)).otherwise(F.col("why"))).alias(
+            "kind"
+        ),
         F.when(is_q & orphan, F.lit("continuation line before any head line in the file"))
         .when(is_q & unwrapped, F.lit(P.NOT_CONTINUATION))
         .when(is_q, F.col("why"))

@@ -41,6 +41,10 @@ TIME_LIKE = r"^\d{2}:\d{2}:\d{2}\.\d{3} \["
 HEAD_BAD_CHARS = r"[\x00-\x08\x0A-\x1F\x7F-\x9F\x{FFFD}]"
 LOGGER_NAME = r"^[A-Za-z0-9_$.-]+$"
 LOGGER5_NAME = r"^[A-Za-z0-9_$.<>-]*(#([A-Za-z0-9_$<>-]*|\?)(:(\d+|\?))?)?$"  # "#?:?" without caller data
+# Spring Boot's logger field may end in bracketed names: Tomcat's containers log under
+# "org.apache.catalina.core.ContainerBase.[Tomcat].[localhost].[/]" (ContainerBase#getLogName), which
+# %logger{39} abbreviates to "o.a.c.c.C.[Tomcat].[localhost].[/]", a line every Spring MVC application prints at start.
+SPRING_LOGGER_NAME = r"^[A-Za-z0-9_$.-]+(\[[^\[\]\s]*\](\.\[[^\[\]\s]*\])*)?$"
 
 # Lines without a head that continue the record above (the only ones counted as continuation):
 CONT_FRAME = r"^\s+at \S|^\s+\.\.\. \d+ (more|common frames omitted)\s*$"  # stack frames, "... 5 more"
@@ -62,6 +66,14 @@ BROKER_HEADLESS_NOISE = (
     r"^The (broker|Name Server)\b.*boot success"
     r"|^[A-Z][a-z]{2} [A-Z][a-z]{2} [ \d]\d \d{2}:\d{2}:\d{2} \S+ \d{4} rocketmq-proxy startup successfully$"
 )
+
+# The Spring Boot banner (logformats.layouts.SPRING_BOOT_BANNER_ART and the strap line): start-up noise of any
+# application's standard output, wherever it shows (an application that restarts writes it again).
+SPRING_BOOT_BANNER_ART = layouts.SPRING_BOOT_BANNER_ART
+SPRING_BOOT_STRAP = layouts.SPRING_BOOT_STRAP
+SPRING_BOOT_STRAP_RE = layouts.SPRING_BOOT_STRAP_RE
+SPRING_BOOT_BANNER = "Spring Boot start-up banner"
+LEAD_BLANK = "blank line before the file's first head line"
 
 # --- MessageExt / Message rendering (§6.2 "Msgs: {}") --------------------------------------------------------
 MSGEXT_SPLIT = r", (?=MessageExt \[)"  # elements of List<MessageExt>.toString()
@@ -213,3 +225,8 @@ PREFIX_PROBE = 12
 _short = [st.id for st in STATEMENTS if len(st.prefix) < PREFIX_PROBE]
 if _short:
     raise ValueError(f"statement prefixes shorter than PREFIX_PROBE={PREFIX_PROBE}: {_short}")
+# A message that stops inside a statement's prefix is that statement cut short (a collector that cut the line):
+# quarantined as truncated. Shorter than this, a message says too little to be told from an unrelated line.
+TRUNCATED_MIN_CHARS = 4
+# the first PREFIX_PROBE characters of such a message, when it is shorter than that: the screen's probe
+TRUNCATED_PROBES = tuple(sorted({st.prefix[:n] for st in STATEMENTS for n in range(TRUNCATED_MIN_CHARS, PREFIX_PROBE)}))

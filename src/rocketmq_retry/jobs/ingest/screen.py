@@ -78,6 +78,19 @@ def _statement_sql() -> tuple[str, str, str, str]:
     return probes, f"CASE {index} END", f"CASE stmt {full} END", f"CASE stmt {ref} END"
 
 
+def _truncated_sql() -> str:
+    """The ids of the statements whose prefix the candidate's whole ``msg`` is the start of, ``' or '``-joined
+    ('' when none): the line stops inside the statement's literal prefix."""
+    by_id: dict[str, list[str]] = {}
+    for st in P.STATEMENTS:
+        by_id.setdefault(st.id, []).append(
+            f"(source IN {sql_in(st.formats)} AND length(msg) < {len(st.prefix)} "
+            f"AND startswith({sql_str(st.prefix)}, msg))"
+        )
+    ids = ", ".join(f"IF({' OR '.join(conds)}, {sql_str(sid)}, NULL)" for sid, conds in by_id.items())
+    return f"IF(length(msg) >= {P.TRUNCATED_MIN_CHARS}, concat_ws(' or ', {ids}), '')"
+
+
 def binding_sql(message: str) -> str:
     """``named_struct(kind, consumer_group, topic)`` of a binding line (``ingest.patterns.BINDINGS``), else NULL."""
     branches = []
@@ -181,7 +194,7 @@ def _head_kind(df: DataFrame) -> DataFrame:
                    AND substring_index(h, '] [', -1) RLIKE {sql_str(P.LOGGER5_NAME)} THEN 'c5'
                  WHEN source IN {brokers} AND h RLIKE {sql_str(RX_BROKER)} THEN 'cb'
                  WHEN source = 'spring-listener' AND h RLIKE {sql_str(RX_SPRING)}
-                   AND regexp_extract(h, {sql_str(RX_SPRING)}, 7) RLIKE {logger_ok} THEN 'cs'
+                   AND regexp_extract(h, {sql_str(RX_SPRING)}, 7) RLIKE {sql_str(P.SPRING_LOGGER_NAME)} THEN 'cs'
                  WHEN source = {PY} AND h RLIKE {sql_str(RX_PYTHON)} THEN 'py' END AS k""",
     )
 
@@ -211,9 +224,11 @@ def _line_fields(df: DataFrame, ds: str, zones: tuple[str, ...]) -> DataFrame:
     # A stats line starts with an upper-case tag, "[CONSUME_RT] [...": other bracketed messages, such as the
     # 4.x client's "[persistAll] Group: ..." offset flushes (most lines of a client log), are plain noise.
     stats_probe = sql_str(r"^\[[A-Z0-9_]+(\].*)?$")
+    # a message shorter than the probe that a statement's prefix starts with: that statement, cut (settled later)
+    cut = sql_in(P.TRUNCATED_PROBES)
     cand = (
         f"(probe IN {probes} OR startswith(probe, 'Message{{topi') "
-        f"OR (startswith(probe, '[') AND probe RLIKE {stats_probe}))"
+        f"OR (startswith(probe, '[') AND probe RLIKE {stats_probe}) OR probe IN {cut})"
     )
     rs, rc = sql_str(RX_SPRING), sql_str(RX_CONSOLE)
     spring_local = f"concat(regexp_extract(h, {rs}, 1), ' ', regexp_extract(h, {rs}, 2))"
@@ -300,6 +315,12 @@ def _categorize(df: DataFrame) -> DataFrame:
             f"source IN {brokers} AND safe RLIKE {sql_str(P.BROKER_HEADLESS_NOISE)}",
             "ignored",
             "'stdout boot banner (no timestamp)'",
+        ),
+        (
+            f"rtrim(safe) IN {sql_in(P.SPRING_BOOT_BANNER_ART)} OR (startswith(safe, "
+            f"{sql_str(P.SPRING_BOOT_STRAP.rstrip())}) AND safe RLIKE {sql_str(P.SPRING_BOOT_STRAP_RE)})",
+            "ignored",
+            sql_str(P.SPRING_BOOT_BANNER),
         ),
     ]
     df = df.selectExpr(
@@ -393,7 +414,10 @@ def settle_candidates(df: DataFrame) -> DataFrame:
         (f"stmt IN {ZERO_COUNTERS} AND contains(msg, ' Stats In One Minute, SUM: 0 ')", "ignored", stats_kind),
         (f"stmt IS NOT NULL AND {full_ok}", "event", "NULL"),
         ("stmt IS NOT NULL", "quarantined", f"concat('truncated or malformed ', {stmt_ref}, ' statement')"),
+        # a line cut inside a statement's prefix (docs/ingest.md "Noise and continuation lines")
+        (f"{_truncated_sql()} != ''", "quarantined", f"concat('truncated ', {_truncated_sql()}, ' statement')"),
     ]
+    kept_raw = ", ".join(str(i) for i, (_, cat, _) in enumerate(branches) if cat == "quarantined")
     df = df.selectExpr(
         *(c for c in df.columns if c not in ("cat0", "why")),
         "IF("
@@ -412,5 +436,5 @@ def settle_candidates(df: DataFrame) -> DataFrame:
         "CASE settled "
         + " ".join(f"WHEN {i} THEN {w}" for i, (_, _, w) in enumerate(branches))
         + f" WHEN -1 THEN {ignored_kind} ELSE why END AS why",
-        f"IF(coalesce(settled, -2) IN (-2, {len(branches) - 1}), raw, NULL) AS raw",
+        f"IF(coalesce(settled, -2) IN (-2, {kept_raw}), raw, NULL) AS raw",
     )
