@@ -1,10 +1,12 @@
 """The whole daily pipeline at size: each step as the DAG runs it, on simulated days of 1 M and 10 M lines.
 
-    .venv/bin/python benchmarks/bench_pipeline.py [--sizes 1000000,10000000] [--workdir DIR] [--keep]
+    .venv/bin/python benchmarks/bench_pipeline.py [--sizes 1000000,10000000] [--profiles shared-topic,production]
+        [--workdir DIR] [--keep]
 
-For each size it simulates a day of the ``shared-topic`` topology (benchmarks/topologies/: two groups of two
-applications on one topic, a third alone; no source names a group), then runs, one process each and in the DAG's
-order:
+For each line mix (``--profiles``, docs/scale.md "Line mixes") and size it simulates a day of the mix's topology
+(benchmarks/topologies/: ``shared-topic``, the first mix, mostly client offset flushes; ``production``, Spring Boot
+hosts' own INFO lines and deep stack traces, plain 4.x workers, a 5.x client; no source names a group), then runs,
+one process each and in the DAG's order:
 
 1. ingest and 2. reconstruct as ``spark-submit`` processes, with the command ``RocketMQSparkJobOperator`` builds
    (its own ``execute`` up to the hook's ``Popen``: properties file, ``--conf`` from the config, ``--py-files``);
@@ -13,8 +15,9 @@ order:
    local HTTP receiver on 127.0.0.1 (a stdlib server in a thread answering 200) that the config routes every
    dead letter to;
 
-and DuckDB doing the ingest's extraction over the same files (``bench_ingest.duckdb_ingest``) in a process of its
-own. Each step's CPU seconds are its whole process tree's (``wait4``), a figure that holds on a shared machine
+then the floor (one Spark process, started as the jobs start theirs, reading and counting the same files), and
+DuckDB doing the ingest's extraction over the same files (``bench_ingest.duckdb_ingest``) in a process of its own.
+Each step's CPU seconds are its whole process tree's (``wait4``), a figure that holds on a shared machine
 where wall seconds do not. Each step's peak memory is sampled over its process tree (every 0.2 s: the sum of
 ``VmHWM`` over the live processes, JVM and Python apart), so the JVM that spark-submit starts is measured, not
 only Python.
@@ -45,23 +48,54 @@ from typing import Any
 from unittest import mock
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
-TOPOLOGY = ROOT / "benchmarks" / "topologies" / "shared-topic.yaml"
-SCENARIO = ROOT / "benchmarks" / "topologies" / "shared-topic-scenario.yaml"
+TOPOLOGIES = ROOT / "benchmarks" / "topologies"
 DS = "2026-11-20"
 SEED = 3
-# Calibrated on this topology (2026-11-25, seed 3): a day holds ~7.3 k fixed lines, ~70 lines per business
-# message and ~329 k periodic lines per unit of --noise. Traffic is 1 message per 600 lines, as in
-# bench_ingest.py; the noise makes up the rest.
-FIXED_LINES, LINES_PER_MESSAGE_LOGGED, NOISE_LINES = 7_300, 70, 328_600
-LINES_PER_MESSAGE = 600
+
+
+@dataclass(frozen=True)
+class Profile:
+    """A line mix: a topology, its scenario and how many business messages and how much periodic noise give a day
+    of a given number of lines (calibrated on the topology at seed 3; docs/scale.md "Line mixes")."""
+
+    name: str
+    fixed_lines: int  # start-up, rebalance, stats: lines that do not grow with the traffic
+    lines_per_message: int  # lines each business message brings (deliveries, failures, traces, dumps)
+    noise_lines: int  # periodic lines per unit of --noise
+    noise: float | None  # fixed --noise, or None: the noise makes up what the traffic leaves
+    message_every: int = 0  # with noise None: one business message per this many lines
+
+    @property
+    def topology(self) -> pathlib.Path:
+        return TOPOLOGIES / f"{self.name}.yaml"
+
+    @property
+    def scenario(self) -> pathlib.Path:
+        return TOPOLOGIES / f"{self.name}-scenario.yaml"
+
+    def simulation_args(self, lines: int) -> dict[str, Any]:
+        if self.noise is None:
+            messages = max(50, lines // self.message_every)
+            left = lines - self.fixed_lines - messages * self.lines_per_message
+            noise = round(max(0.0, left) / self.noise_lines, 2)
+        else:
+            noise = self.noise
+            left = lines - self.fixed_lines - noise * self.noise_lines
+            messages = max(50, round(left / self.lines_per_message))
+        return {"messages": messages, "noise": noise, "seed": SEED, "date": DS, "topology": self.name}
+
+
+PROFILES = {
+    # The benchmark's first mix (2026-11-25): 1 business message per 600 lines, as in bench_ingest.py, and the
+    # 4.x clients' [persistAll] offset flushes (the cheapest line there is) making up the rest.
+    "shared-topic": Profile("shared-topic", 7_300, 70, 328_600, None, message_every=600),
+    # A production day (2026-11-28): Spring Boot hosts writing their own INFO lines around every delivery and
+    # 30-80-line traces on failures, plain 4.x workers, a 5.x client, brokers; clients at a twentieth of the real
+    # offset-flush rate, so the day is traffic: about 16 lines per business message.
+    "production": Profile("production", 3_700, 16, 756_000, 0.05),
+}
 SPARK_CONN = {"conn_type": "spark", "host": "local[2]"}
 SPARK_SETTINGS = {"driver_memory": "2g", "shuffle_partitions": 4}
-
-
-def simulation_args(lines: int) -> dict[str, Any]:
-    messages = max(50, lines // LINES_PER_MESSAGE)
-    noise = round(max(0.0, lines - FIXED_LINES - messages * LINES_PER_MESSAGE_LOGGED) / NOISE_LINES, 2)
-    return {"messages": messages, "noise": noise, "seed": SEED, "date": DS, "topology": TOPOLOGY.stem}
 
 
 def label(size: int) -> str:
@@ -255,25 +289,25 @@ def start_receiver() -> ThreadingHTTPServer:
 # one size
 
 
-def write_config(path: pathlib.Path, port: int) -> None:
+def write_config(path: pathlib.Path, port: int, profile: Profile) -> None:
     import yaml
 
-    config = yaml.safe_load(TOPOLOGY.read_text(encoding="utf-8"))
+    config = yaml.safe_load(profile.topology.read_text(encoding="utf-8"))
     config["spark"] = dict(SPARK_SETTINGS)
     config["compensation"] = {
         "routes": [{"topic": "*", "group": "*", "handler": "receiver"}],
         "handlers": {"receiver": {"type": "http", "url": f"http://127.0.0.1:{port}/compensations"}},
     }
     path.write_text(
-        "# bench_pipeline.py: benchmarks/topologies/shared-topic.yaml + Spark settings + a local HTTP receiver\n"
+        f"# bench_pipeline.py: benchmarks/topologies/{profile.name}.yaml + Spark settings + a local HTTP receiver\n"
         + yaml.safe_dump(config, sort_keys=False),
         encoding="utf-8",
     )
 
 
-def simulate(landing: pathlib.Path, size: int) -> None:
+def simulate(landing: pathlib.Path, size: int, profile: Profile) -> None:
     """Simulate the landing unless one with the same settings is there (the marker sits beside it)."""
-    wanted = simulation_args(size)
+    wanted = profile.simulation_args(size)
     marker = landing.with_name("simulated.json")
     if landing.is_dir() and marker.is_file() and json.loads(marker.read_text()) == wanted:
         print(f"[{label(size)}] reusing {landing} ({wanted})", file=sys.stderr, flush=True)
@@ -282,7 +316,7 @@ def simulate(landing: pathlib.Path, size: int) -> None:
 
     t0 = time.monotonic()
     simulate_main(
-        ["--date", DS, "--out", str(landing), "--config", str(TOPOLOGY), "--scenario", str(SCENARIO),
+        ["--date", DS, "--out", str(landing), "--config", str(profile.topology), "--scenario", str(profile.scenario),
          "--messages", str(wanted["messages"]), "--noise", str(wanted["noise"]), "--seed", str(SEED),
          "--force", "--quiet"]
     )  # fmt: skip
@@ -310,14 +344,17 @@ def lines_read(warehouse: pathlib.Path) -> int:
     )
 
 
-def save_results(home: pathlib.Path, size: int, steps: list[Step], spark: str = "submit") -> None:
+def save_results(home: pathlib.Path, size: int, steps: list[Step], spark: str, profile: Profile) -> None:
     """This size's steps, for a later invocation's growth table; with the load average of the moment."""
-    saved = {"size": size, "spark": spark, "load": os.getloadavg(), "steps": [asdict(s) for s in steps]}
+    saved = {
+        "size": size, "spark": spark, "profile": profile.name, "load": os.getloadavg(),
+        "steps": [asdict(s) for s in steps],
+    }  # fmt: skip
     (home / "results.json").write_text(json.dumps(saved, indent=1) + "\n")
 
 
-def home_of(base: pathlib.Path, size: int, spark: str) -> pathlib.Path:
-    return base / (label(size) if spark == "submit" else f"{label(size)}-{spark}")
+def home_of(base: pathlib.Path, size: int, spark: str, profile: Profile) -> pathlib.Path:
+    return base / profile.name / (label(size) if spark == "submit" else f"{label(size)}-{spark}")
 
 
 def _free_port() -> int:
@@ -354,16 +391,23 @@ class ConnectServer:
 
 
 def run_size(
-    size: int, base: pathlib.Path, keep: bool, duckdb: bool, spark: str = "submit", connect_memory: str = "2g"
+    size: int,
+    base: pathlib.Path,
+    keep: bool,
+    duckdb: bool,
+    profile: Profile,
+    spark: str = "submit",
+    connect_memory: str = "2g",
 ) -> list[Step]:
-    name = label(size)
-    home = home_of(base, size, spark)
+    name = f"{profile.name} {label(size)}"
+    home = home_of(base, size, spark, profile)
     warehouse, config = home / "warehouse", home / "rocketmq-retry.yaml"
-    landing = base / name / "landing"  # one landing per size, whichever way its Spark steps run
+    # one landing per profile and size, whichever way its Spark steps run
+    landing = base / profile.name / label(size) / "landing"
     logs = home / "logs"
     home.mkdir(parents=True, exist_ok=True)
     logs.mkdir(exist_ok=True)
-    simulate(landing, size)
+    simulate(landing, size, profile)
     if warehouse.exists() and not keep:
         shutil.rmtree(warehouse)
     warehouse.mkdir(exist_ok=True)
@@ -371,7 +415,7 @@ def run_size(
     shutil.rmtree(gx_root, ignore_errors=True)
     shutil.copytree(ROOT / "expectations", gx_root, ignore=shutil.ignore_patterns("uncommitted"))
     receiver = start_receiver()
-    write_config(config, receiver.server_address[1])
+    write_config(config, receiver.server_address[1], profile)
     os.environ.update(
         AIRFLOW_HOME=str(home / "airflow"),
         AIRFLOW_CONN_SPARK_DEFAULT=json.dumps(SPARK_CONN),
@@ -417,6 +461,11 @@ def run_size(
     step("compensate", seconds, dead, result.get("done", 0), "dead letters", peak)
     steps[-1].notes["http_calls"] = _Receiver.calls
     receiver.shutdown()
+    # the floor: one Spark process reading and counting the same files, as spark-submit starts it for ingest
+    cmd = [sys.executable, __file__, "--child-floor", str(landing), str(config), str(logs / "floor.json")]
+    seconds, peak = run_measured(cmd, logs / "floor.log")
+    lines = json.loads((logs / "floor.json").read_text())["lines"]
+    step(FLOOR, seconds, lines, lines, "lines", peak)
     if duckdb:
         out = home / "duckdb"
         shutil.rmtree(out, ignore_errors=True)
@@ -494,6 +543,26 @@ def child_validate(warehouse: str, config: str, out: str) -> int:
     return 0
 
 
+def child_floor(landing: str, config: str, out: str) -> int:
+    """Start Spark as the jobs do (local[2], the config's settings) and count the lines of the files ingest reads."""
+    from rocketmq_retry.config import load_config
+    from rocketmq_retry.jobs.ingest.read import resolve_files
+    from rocketmq_retry.spark_session import build_spark_session
+
+    cfg = load_config(config)
+    files, _ = resolve_files(cfg, landing, DS)
+    spark = build_spark_session(
+        "rocketmq-retry-floor",
+        master=SPARK_CONN["host"],
+        driver_memory=cfg.spark.driver_memory,
+        shuffle_partitions=cfg.spark.shuffle_partitions,
+        conf=cfg.spark.conf,
+    )
+    lines = spark.read.text([f.path for f in files]).count()
+    pathlib.Path(out).write_text(json.dumps({"lines": lines, "files": len(files)}))
+    return 0
+
+
 def child_duckdb(landing: str, config: str, out: str, counts_out: str) -> int:
     sys.path.insert(0, str(ROOT / "benchmarks"))
     from bench_ingest import duckdb_ingest
@@ -513,6 +582,7 @@ def child_duckdb(landing: str, config: str, out: str, counts_out: str) -> int:
 
 
 SERVER_START = "Spark Connect server start"
+FLOOR = "floor: Spark reads and counts the files"
 PIPELINE = (SERVER_START, "ingest", "reconstruct", "validate", "compensate")
 
 
@@ -534,6 +604,14 @@ def print_size(size: int, steps: list[Step]) -> None:
     print(f"| **day end to end** (ingest + reconstruct + validate + compensate) | {total:.1f} | {cpu:.0f} | | | | "
           f"{max(s.jvm_gib for s in pipe):.2f} | {max(s.python_gib for s in pipe):.2f} |")  # fmt: skip
     print(f"peak JVM + Python of one step: {peak:.2f} GiB")
+    floor = next((s for s in steps if s.name == FLOOR), None)
+    if floor:
+        print(
+            f"day / floor: {total / floor.seconds:.1f}x ({floor.seconds:.1f} s for Spark to read and count the files)"
+        )
+        by = {s.name: s for s in steps}
+        ratio = by["reconstruct"].seconds / by["ingest"].seconds
+        print(f"reconstruct / ingest: {ratio:.2f}x")
 
 
 def print_growth(results: dict[int, list[Step]]) -> None:
@@ -568,6 +646,11 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--sizes", default="1000000,10000000", help="simulated lines per day, comma-separated")
     p.add_argument(
+        "--profiles",
+        default="shared-topic,production",
+        help=f"line mixes, comma-separated, of {', '.join(PROFILES)} (docs/scale.md 'Line mixes')",
+    )
+    p.add_argument(
         "--workdir",
         default=str(pathlib.Path(tempfile.gettempdir()) / "rocketmq-retry-bench-pipeline"),
         help="where each size's landing, warehouse and config go (<workdir>/1m, ...; outside the repository)",
@@ -587,26 +670,37 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--child-connect", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
     p.add_argument("--child-validate", nargs=3, help=argparse.SUPPRESS)
     p.add_argument("--child-duckdb", nargs=4, help=argparse.SUPPRESS)
+    p.add_argument("--child-floor", nargs=3, help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     if args.child_validate:
         return child_validate(*args.child_validate)
     if args.child_duckdb:
         return child_duckdb(*args.child_duckdb)
+    if args.child_floor:
+        return child_floor(*args.child_floor)
     if args.child_connect:
         return child_connect(args.child_connect[0], args.child_connect[1], args.child_connect[2:])
     sizes = sorted(int(s) for s in args.sizes.split(","))
+    unknown = [n for n in args.profiles.split(",") if n not in PROFILES]
+    if unknown:
+        p.error(f"--profiles: unknown {unknown[0]!r}; expected some of {', '.join(PROFILES)}")
+    profiles = [PROFILES[n] for n in args.profiles.split(",")]
     base = pathlib.Path(args.workdir).resolve()
     if ROOT in base.parents or base == ROOT:
         p.error(f"--workdir {base} is inside the repository; pick a folder outside it")
-    results: dict[int, list[Step]] = {}
-    for size in sizes:
-        results[size] = run_size(size, base, args.keep, not args.no_duckdb, args.spark, args.connect_memory)
-        save_results(home_of(base, size, args.spark), size, results[size], args.spark)
-    # sizes measured by an earlier invocation in the same workdir (say 1 M, then 10 M) still give a growth table
-    for marker in sorted(base.glob("*/results.json")):
-        saved = json.loads(marker.read_text())
-        if saved.get("spark", "submit") == args.spark:
-            results.setdefault(int(saved["size"]), [Step(**s) for s in saved["steps"]])
+    by_profile: dict[str, dict[int, list[Step]]] = {}
+    for profile in profiles:
+        results = by_profile[profile.name] = {}
+        for size in sizes:
+            results[size] = run_size(
+                size, base, args.keep, not args.no_duckdb, profile, args.spark, args.connect_memory
+            )
+            save_results(home_of(base, size, args.spark, profile), size, results[size], args.spark, profile)
+        # sizes measured by an earlier invocation in the same workdir (say 1 M, then 10 M) still give a growth table
+        for marker in sorted((base / profile.name).glob("*/results.json")):
+            saved = json.loads(marker.read_text())
+            if saved.get("spark", "submit") == args.spark:
+                results.setdefault(int(saved["size"]), [Step(**s) for s in saved["steps"]])
     if args.spark == "connect":
         spark_steps_text = (
             f"one Spark Connect server started cold (scripts/spark-connect.sh: local[2], heap {args.connect_memory}, "
@@ -620,12 +714,14 @@ def main(argv: list[str] | None = None) -> int:
         )
     print(
         f"\nsettings: {os.cpu_count()} cores; {spark_steps_text}; compensate: SQLite ledger, one HTTP handler on "
-        f"127.0.0.1; topology {TOPOLOGY.stem}, seed {SEED}"
+        f"127.0.0.1; seed {SEED}"
     )
-    for size, steps in results.items():
-        print_size(size, steps)
-    if len(results) > 1:
-        print_growth(results)
+    for name, results in by_profile.items():
+        print(f"\n## profile {name} (benchmarks/topologies/{name}.yaml)")
+        for size, steps in sorted(results.items()):
+            print_size(size, steps)
+        if len(results) > 1:
+            print_growth(results)
     return 0
 
 

@@ -700,7 +700,7 @@ TOPOLOGIES = ROOT / "benchmarks" / "topologies"
 
 
 @pytest.mark.parametrize(
-    "name", ["shared-topic", "spring-multi-container", "grpc-shared", "broadcast", "started-earlier"]
+    "name", ["shared-topic", "spring-multi-container", "grpc-shared", "broadcast", "started-earlier", "production"]
 )
 def test_topology_fixtures_simulate_and_their_sources_match(name: str, tmp_path: pathlib.Path) -> None:
     config = load_config(TOPOLOGIES / f"{name}.yaml")

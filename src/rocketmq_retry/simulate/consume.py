@@ -90,6 +90,7 @@ class Consumer(Part):
             and not g.broadcasting
             and self.rng.random() < self.s.timeout_rate
         )
+        self.listener.app_lines(lc, t, fails)
         cost = max(1, int(self.rng.lognormvariate(2.3, 0.9)))
         index = len(lc.deliveries) - 1
         if timeout:

@@ -148,6 +148,29 @@ HIKARI_ADDER = (
     f"{J}java.lang.Thread.run(Thread.java:840)",
 )
 MYSQL = "com.mysql.cj."
+# A @Transactional service called through its CGLIB proxy, between the throw point and the caller (Spring 6 on JDK
+# 17; Spring 5 on JDK 11 names the proxy class "$$EnhancerBySpringCGLIB$$<hash>"). The frames between the service
+# method and the proxy's own frame: reflection, then the advice chain of the transaction interceptor.
+AOP = "org.springframework.aop."
+TX = "org.springframework.transaction.interceptor."
+REFLECT_INVOKE = (
+    f"{J}jdk.internal.reflect.NativeMethodAccessorImpl.invoke0(Native Method)",
+    f"{J}jdk.internal.reflect.NativeMethodAccessorImpl.invoke(NativeMethodAccessorImpl.java:77)",
+    f"{J}jdk.internal.reflect.DelegatingMethodAccessorImpl.invoke(DelegatingMethodAccessorImpl.java:43)",
+    f"{J}java.lang.reflect.Method.invoke(Method.java:568)",
+)
+TX_PROXY = (
+    f"{AOP}support.AopUtils.invokeJoinpointUsingReflection(AopUtils.java:352)",
+    f"{AOP}framework.CglibAopProxy$CglibMethodInvocation.invokeJoinpoint(CglibAopProxy.java:713)",
+    f"{AOP}framework.ReflectiveMethodInvocation.proceed(ReflectiveMethodInvocation.java:163)",
+    f"{AOP}framework.CglibAopProxy$CglibMethodInvocation.proceed(CglibAopProxy.java:763)",
+    f"{TX}TransactionInterceptor$1.proceedWithInvocation(TransactionInterceptor.java:123)",
+    f"{TX}TransactionAspectSupport.invokeWithinTransaction(TransactionAspectSupport.java:391)",
+    f"{TX}TransactionInterceptor.invoke(TransactionInterceptor.java:119)",
+    f"{AOP}framework.ReflectiveMethodInvocation.proceed(ReflectiveMethodInvocation.java:184)",
+    f"{AOP}framework.CglibAopProxy$CglibMethodInvocation.proceed(CglibAopProxy.java:763)",
+    f"{AOP}framework.CglibAopProxy$DynamicAdvisedInterceptor.intercept(CglibAopProxy.java:708)",
+)
 MYSQL_OPEN = (
     f"{MYSQL}jdbc.ConnectionImpl.createNewIO(ConnectionImpl.java:829)",
     f"{MYSQL}jdbc.ConnectionImpl.<init>(ConnectionImpl.java:449)",
@@ -210,6 +233,7 @@ class Flavour:
     below: tuple[str, ...]  # the client's frames under the listener
     spring: bool
     boot2: bool  # Spring Boot 2 / Spring 5: javax.*, "; nested exception is …" messages
+    service: str = ""  # the @Transactional service the listener calls through its proxy ('': it does the work)
 
     def listener_frame(self, line: int) -> str:
         return f"{self.package}.{self.listener}.{self.method}({self.listener}.java:{line})"
@@ -218,7 +242,20 @@ class Flavour:
         """The listener's frames at ``line`` and the client's below it; rocketmq-spring calls the typed
         ``onMessage`` through its generic bridge method (the class declaration's line)."""
         bridge = (self.listener_frame(_line(self.listener, "class") % 20 + 12),) if self.spring else ()
-        return (self.listener_frame(line), *bridge, *self.below)
+        if not self.service:
+            return (self.listener_frame(line), *bridge, *self.below)
+        # the work is the service's: the throw point is in it, the listener's frame is where it calls the proxy
+        svc = f"{self.package}.{self.service}"
+        cglib = f"$$EnhancerBySpringCGLIB$${zlib.crc32(svc.encode()):08x}" if self.boot2 else "$$SpringCGLIB$$0"
+        return (
+            f"{svc}.handle({self.service}.java:{line})",
+            *REFLECT_INVOKE,
+            *TX_PROXY,
+            f"{svc}{cglib}.handle(<generated>)",
+            self.listener_frame(_line(self.listener, "service")),
+            *bridge,
+            *self.below,
+        )
 
     def app(self, cls: str, method: str, *key: str) -> str:
         """A frame of the application's own class ``cls`` (under the listener's package)."""
@@ -238,7 +275,8 @@ def flavour_of(lc: Lifecycle) -> Flavour:
     else:
         method, below = "consumeMessage", tuple(FRAMES_CMOS if g.orderly else FRAMES_CMCS_4X)
     boot2 = spring and g.run is not None and g.run.pattern.name.startswith("boot2")
-    return Flavour(package, listener, method, below, spring, boot2)
+    service = "".join(_words(g.name)) + "Service" if spring and g.scenario.service_proxy else ""
+    return Flavour(package, listener, method, below, spring, boot2, service)
 
 
 def dependency(group: str, port: int) -> str:

@@ -36,10 +36,45 @@ def thread_of(lc: Lifecycle) -> str:
     return java.consume_thread_name(lc.group.name, n, inst.client_version, pop=pop)
 
 
+# What a production listener's own code logs at INFO while it works on one delivery (scenario ``app_lines``):
+# (logger role, text); {e} the entity, {k} the business key, {s} the downstream service, {n} a number.
+APP_LINES = (
+    ("listener", "received {topic} msgId={msg_id} keys={keys} reconsumeTimes={r}"),
+    ("service", "loading {e} {k}"),
+    ("repository", "found {e} {k} status=PENDING version={n}"),
+    ("service", "calling {s} POST /api/v1/{e}s/{k}"),
+    ("service", "{s} answered 200 in {n} ms"),
+    ("repository", "updated {e} {k} status=PROCESSING version={n}"),
+    ("service", "published audit record for {e} {k}"),
+    ("listener", "metrics: {topic} lag={n} inflight={r}"),
+)
+
+
 class ListenerLogs:
     def __init__(self, writer: LogWriter, topo: Topology) -> None:
         self.writer = writer
         self.topo = topo
+
+    def app_lines(self, lc: Lifecycle, t: int, fails: bool) -> None:
+        """The listener's own INFO lines of one delivery (scenario ``app_lines``; rocketmq-spring applications):
+        what a production service logs around the work, none of it a RocketMQ statement. A delivery that fails
+        gets as far as loading its entity; the container's failure line and trace follow."""
+        g = lc.group
+        n = min(g.scenario.app_lines, 2) if fails else g.scenario.app_lines
+        if not n or g.scenario.app != "spring" or lc.inst.kind == GRPC:
+            return
+        listener = listener_class(g)
+        base = listener.removesuffix("Listener")
+        loggers = {"listener": listener, "service": base + "Service", "repository": base + "Repository"}
+        entity = lc.msg.topic.lower().split("_")[0]
+        values = {
+            "topic": lc.msg.topic, "msg_id": lc.msg.uniq_key, "keys": lc.msg.keys, "r": lc.client_r,
+            "e": entity, "k": lc.msg.order_id, "s": f"{entity}-service", "n": 3 + (lc.lid * 7 + lc.client_r) % 97,
+        }  # fmt: skip
+        thread = thread_of(lc)
+        for i in range(n):
+            role, text = APP_LINES[i % len(APP_LINES)]
+            self.writer.spring_line(lc.inst, t + i // 2, "INFO", loggers[role], thread, text.format(**values))
 
     def rendered(self, lc: Lifecycle, start: int, with_start_time: bool = True) -> tuple[str, str]:
         """The delivered copy as the client prints it (``MessageExt``) and its message queue."""

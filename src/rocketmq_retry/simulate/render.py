@@ -55,6 +55,14 @@ class LogWriter:
         spec = world.spring_console_spec if pattern.console else world.spring_spec
         self.sinks.put(self.sinks.file(spec(inst.host.name)), text, ts)
 
+    def spring_stdout(self, inst: Instance, when: int, text: str) -> None:
+        """Text the application prints with ``System.out`` (no head): only a console capture holds it."""
+        pattern = inst.run.pattern if inst.run is not None else layouts.SPRING_BOOT3_FILE
+        if not pattern.console:
+            return
+        ts = self.sinks.clock(pattern.ts, self.zone_app).format(when + inst.host.skew_ms)
+        self.sinks.put(self.sinks.file(world.spring_console_spec(inst.host.name)), text, ts)
+
     def broker_line(self, broker: world.Broker, when: int, file: str, level: str, thread: str, msg: str) -> None:
         ts = self.clock_broker.format(when)
         text = layouts.render_broker(ts, level, thread, msg)

@@ -171,6 +171,10 @@ class GroupScenario:
     poison: float = 0.0  # share of the topic's messages that are poison for this group
     poison_cause: str = "validation"
     throttle: Window | None = None
+    # what a production Spring Boot application writes besides the container's lines (rocketmq-spring only):
+    app_lines: int = 0  # application INFO lines per delivery (received, loaded, calling …), before the outcome
+    service_proxy: bool = False  # the listener calls a @Transactional service through its CGLIB proxy (deep traces)
+    framework_lines: bool = False  # the start-up banner (console patterns), Tomcat, HikariCP and actuator lines
 
 
 _WORD = re.compile(r"[A-Za-z0-9]+")
@@ -209,7 +213,7 @@ def _group_scenario(group: str, spec: Any, where: str) -> GroupScenario:
     known = {
         "topic", "tags", "key_prefix", "app", "instances", "delay_level", "behaviour", "failure_kinds", "share",
         "application", "spring_pattern", "client_version", "spring_version", "started_days_before", "outages",
-        "poison", "poison_cause", "throttle",
+        "poison", "poison_cause", "throttle", "app_lines", "service_proxy", "framework_lines",
     }  # fmt: skip
     unknown = sorted(set(spec) - known)
     if unknown:
@@ -268,7 +272,27 @@ def _group_scenario(group: str, spec: Any, where: str) -> GroupScenario:
         spring_version=spring_version,
         started_days_before=started,
         **_failure_keys(spec, where),
+        **_production_keys(spec, where, app),
     )
+
+
+def _production_keys(spec: dict[str, Any], where: str, app: str) -> dict[str, Any]:
+    """``app_lines``, ``service_proxy``, ``framework_lines``: the application's own lines (Spring only)."""
+    out: dict[str, Any] = {}
+    for key in ("app_lines", "service_proxy", "framework_lines"):
+        if key in spec and app != "spring":
+            raise UserError(f"{where}.{key}: only a rocketmq-spring application (app: spring) writes its own log")
+    if "app_lines" in spec:
+        n = spec["app_lines"]
+        if isinstance(n, bool) or not isinstance(n, int) or not 0 <= n <= 50:
+            raise UserError(f"{where}.app_lines: expected an integer in 0..50, got {n!r}")
+        out["app_lines"] = n
+    for key in ("service_proxy", "framework_lines"):
+        if key in spec:
+            if not isinstance(spec[key], bool):
+                raise UserError(f"{where}.{key}: expected true or false, got {spec[key]!r}")
+            out[key] = spec[key]
+    return out
 
 
 def _failure_keys(spec: dict[str, Any], where: str) -> dict[str, Any]:

@@ -226,6 +226,10 @@ class Startup(Part):
     def _spring_starting(self, run: AppRun, index: int) -> None:
         inst = run.groups[0].instances[index]
         cls = f"{run.package}.{run.main_class}"
+        framework = any(g.scenario.framework_lines for g in run.groups)
+        if framework:  # SpringApplication#printBanner, before the first log line
+            version = "2.7.18" if run.pattern.boot_major == 2 else "3.2.5"
+            self.writer.spring_stdout(inst, self.loop.now, layouts.render_spring_boot_banner(version))
         if run.pattern.boot_major == 2:
             text = (
                 f"Starting {run.main_class} v1.4.2 using Java 11.0.22 on {inst.host.name} with PID {inst.host.pid} "
@@ -237,6 +241,45 @@ class Startup(Part):
                 "(/opt/app/app.jar started by app in /opt/app)"
             )
         self.writer.spring_line(inst, self.loop.now, "INFO", cls, "main", text)
+        if framework:
+            self._framework_lines(run, inst, self.loop.now + 900)
+
+    def _framework_lines(self, run: AppRun, inst: Instance, t: int) -> None:
+        """What Spring Boot's web and data starters log while the context refreshes (scenario ``framework_lines``),
+        among them Tomcat's ``ContainerBase.[Tomcat].[localhost].[/]`` logger (a name with brackets)."""
+        tomcat = "9.0.83" if run.pattern.boot_major == 2 else "10.1.20"
+        lines = (
+            (
+                "org.springframework.boot.web.embedded.tomcat.TomcatWebServer",
+                "Tomcat initialized with port 8080 (http)",
+            ),
+            ("org.apache.catalina.core.StandardService", "Starting service [Tomcat]"),
+            ("org.apache.catalina.core.StandardEngine", f"Starting Servlet engine: [Apache Tomcat/{tomcat}]"),
+            (
+                "org.apache.catalina.core.ContainerBase.[Tomcat].[localhost].[/]",
+                "Initializing Spring embedded WebApplicationContext",
+            ),
+            (
+                "org.springframework.boot.web.servlet.context.ServletWebServerApplicationContext",
+                f"Root WebApplicationContext: initialization completed in {800 + inst.host.pid % 700} ms",
+            ),
+            ("com.zaxxer.hikari.HikariDataSource", "HikariPool-1 - Starting..."),
+            (
+                "com.zaxxer.hikari.pool.HikariPool",
+                f"HikariPool-1 - Added connection com.mysql.cj.jdbc.ConnectionImpl@{inst.host.pid * 7919 % 0xFFFFFF:x}",
+            ),
+            ("com.zaxxer.hikari.HikariDataSource", "HikariPool-1 - Start completed."),
+            (
+                "org.springframework.boot.actuate.endpoint.web.EndpointLinksResolver",
+                "Exposing 1 endpoint(s) beneath base path '/actuator'",
+            ),
+            (
+                "org.springframework.boot.web.embedded.tomcat.TomcatWebServer",
+                "Tomcat started on port 8080 (http) with context path ''",
+            ),
+        )
+        for i, (logger, text) in enumerate(lines):
+            self.writer.spring_line(inst, t + 60 * i, "INFO", logger, "main", text)
 
     def _spring_started(self, run: AppRun, index: int, t0: int) -> None:
         inst = run.groups[0].instances[index]
