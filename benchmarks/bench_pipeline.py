@@ -91,8 +91,8 @@ PROFILES = {
     "shared-topic": Profile("shared-topic", 7_300, 70, 328_600, None, message_every=600),
     # A production day (2026-11-28): Spring Boot hosts writing their own INFO lines around every delivery and
     # 30-80-line traces on failures, plain 4.x workers, a 5.x client, brokers; clients at a twentieth of the real
-    # offset-flush rate, so the day is traffic: about 16 lines per business message.
-    "production": Profile("production", 3_700, 16, 756_000, 0.05),
+    # offset-flush rate, so the day is traffic: about 13 lines per business message.
+    "production": Profile("production", 3_700, 13, 756_000, 0.05),
 }
 SPARK_CONN = {"conn_type": "spark", "host": "local[2]"}
 SPARK_SETTINGS = {"driver_memory": "2g", "shuffle_partitions": 4}
