@@ -64,6 +64,8 @@ RX_PYTHON = P.PYTHON_HEAD.removesuffix("\\] (.*)$") + "$"
 # the kind of an ignored head line: "logger level" (the file's name when the layout has no logger)
 LOGGER_LEVEL_KIND = "concat_ws(' ', coalesce(logger, substring_index(source_file, '/', -1)), coalesce(level, '-'))"
 STATS_TAG = r"^\[([A-Z0-9_]+)\] \["
+# the logger of a head that matched RX_SPRING: its last token (%-40.40logger pads it with spaces)
+SPRING_LOGGER = "substring_index(rtrim(h), ' ', -1)"
 
 
 def _statement_sql() -> tuple[str, str, str, str]:
@@ -194,7 +196,7 @@ def _head_kind(df: DataFrame) -> DataFrame:
                    AND substring_index(h, '] [', -1) RLIKE {sql_str(P.LOGGER5_NAME)} THEN 'c5'
                  WHEN source IN {brokers} AND h RLIKE {sql_str(RX_BROKER)} THEN 'cb'
                  WHEN source = 'spring-listener' AND h RLIKE {sql_str(RX_SPRING)}
-                   AND regexp_extract(h, {sql_str(RX_SPRING)}, 7) RLIKE {sql_str(P.SPRING_LOGGER_NAME)} THEN 'cs'
+                   AND {SPRING_LOGGER} RLIKE {sql_str(P.SPRING_LOGGER_NAME)} THEN 'cs'
                  WHEN source = {PY} AND h RLIKE {sql_str(RX_PYTHON)} THEN 'py' END AS k""",
     )
 
@@ -231,8 +233,11 @@ def _line_fields(df: DataFrame, ds: str, zones: tuple[str, ...]) -> DataFrame:
         f"OR (startswith(probe, '[') AND probe RLIKE {stats_probe}) OR probe IN {cut})"
     )
     rs, rc = sql_str(RX_SPRING), sql_str(RX_CONSOLE)
-    spring_local = f"concat(regexp_extract(h, {rs}, 1), ' ', regexp_extract(h, {rs}, 2))"
-    spring_offset = f"regexp_extract(h, {rs}, 3)"
+    # A Spring head has passed RX_SPRING (_head_kind): its fields are cut by position and by its spaces, not by
+    # running that regex again per field (seven runs a line were most of a Spring Boot host's screen cost).
+    # "yyyy-MM-dd[T ]HH:mm:ss.SSS" is 23 characters; Boot 3's zone offset follows up to the first space.
+    spring_offset = "IF(substring(h, 24, 1) IN ('Z', '+', '-'), substring_index(substring(h, 24), ' ', 1), '')"
+    spring_level = f"substring_index(ltrim(substring(h, 24 + length({spring_offset}))), ' ', 1)"
     cb_rest = "substring(h, 21)"  # after "yyyy-MM-dd HH:mm:ss "
     cb_first = f"nullif(substring_index({cb_rest}, ' ', 1), '')"
     cb_level = f"CASE WHEN {cb_first} IN {sql_in(P.LEVEL_NAMES)} THEN {cb_first} END"
@@ -252,30 +257,27 @@ def _line_fields(df: DataFrame, ds: str, zones: tuple[str, ...]) -> DataFrame:
         "CAST(substring(CAST(safe AS BINARY), bind_byte) AS STRING), NULL) AS bmsg",
         # Local wall-clock time per layout. The head regex has already checked the digits' layout, so Spark's own
         # string-to-timestamp cast reads them exactly as the layout's pattern would (null for a month 13 or a
-        # 24:00), at a fifth of the cost of a DateTimeFormatter parse. Spring's offset form keeps its pattern.
+        # 24:00), at a fifth of the cost of a DateTimeFormatter parse; with Spring's zone offset it is the instant.
         f"""CASE k
               WHEN 'c4' THEN try_cast(replace(substring(h, 1, 23), ',', '.') AS TIMESTAMP)
               WHEN 'py' THEN try_cast(replace(substring(h, 1, 23), ',', '.') AS TIMESTAMP)
               WHEN 'c5' THEN try_cast(substring(h, 1, 23) AS TIMESTAMP)
               WHEN 'cb' THEN try_cast(substring(h, 1, 19) AS TIMESTAMP)
               WHEN 'con' THEN try_cast(concat({sql_str(ds + " ")}, substring(h, 1, 12)) AS TIMESTAMP)
-              WHEN 'cs' THEN IF({spring_offset} != '', NULL,
-                                try_to_timestamp({spring_local}, 'yyyy-MM-dd HH:mm:ss.SSS'))
+              WHEN 'cs' THEN IF({spring_offset} != '', NULL, try_cast(substring(h, 1, 23) AS TIMESTAMP))
             END AS local_ts""",
         f"""IF(k = 'cs' AND {spring_offset} != '',
-              try_to_timestamp(concat({spring_local}, regexp_replace({spring_offset}, '^Z$', '+00:00')),
-                               'yyyy-MM-dd HH:mm:ss.SSSXXX'),
-              NULL) AS offset_ts""",
+              try_cast(substring(h, 1, 23 + length({spring_offset})) AS TIMESTAMP), NULL) AS offset_ts""",
         f"""CASE k WHEN 'c4' THEN substring_index(substring(h, 25), ' ', 1)
                    WHEN 'con' THEN regexp_extract(h, {rc}, 3)
                    WHEN 'c5' THEN substring_index(substring(h, 25), ' ', 1)
                    WHEN 'cb' THEN {cb_level}
-                   WHEN 'cs' THEN regexp_extract(h, {rs}, 4)
+                   WHEN 'cs' THEN {spring_level}
                    WHEN 'py' THEN substring(h, 26) END AS level""",
         f"""CASE k WHEN 'c4' THEN substring_index(h, ' ', -1)
                    WHEN 'con' THEN regexp_extract(h, {rc}, 4)
                    WHEN 'c5' THEN concat({c5_logger}, ']')
-                   WHEN 'cs' THEN regexp_extract(h, {rs}, 7) END AS logger""",
+                   WHEN 'cs' THEN {SPRING_LOGGER} END AS logger""",
         f"""IF(k IS NOT NULL AND {cand}, CASE k
                    WHEN 'con' THEN regexp_extract(h, {rc}, 2)
                    WHEN 'c5' THEN substring({c5_from_thread}, 1,
