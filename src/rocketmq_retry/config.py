@@ -108,6 +108,13 @@ class BrokerConfig(_Strict):
         "drops the record of a group without a subscription group config instead of reviving it (§5.9). "
         "null = the broker's default.",
     )
+    file_reserved_time_hours: int = Field(
+        72,
+        ge=1,
+        description="MessageStoreConfig.fileReservedTime: the hours a commitlog file is kept after its last write "
+        "before CleanCommitLogService may delete it (at deleteWhen, or sooner when the disk fills); a dead letter "
+        "older than this may exist only in this product's archive.",
+    )
 
     @field_validator("version", mode="before")
     @classmethod
