@@ -41,7 +41,7 @@ def test_the_page_shows_each_groups_backlog_by_age_escaped(client: TestClient) -
     rows = re.findall(r'<tr data-group="([^"]*)">(.*?)</tr>', page, re.S)
     assert [html.unescape(g) for g, _ in rows] == ["G1", "G2", HOSTILE, FORMULA]
     cells = [re.sub(r"<[^>]+>", "", c).strip() for c in re.findall(r"<td[^>]*>(.*?)</td>", rows[0][1], re.S)]
-    assert cells == ["G1", "default", "6", "5", "2", "1", "1", "1", "2026-11-12 10:00:00 (10 d 14 h)", "2 (1 undated)",
+    assert cells == ["G1", "default", "6", "5", "2", "1", "1", "1", "2026-11-12 (10 d 14 h)", "2 (1 undated)",
                      "62.5 %"]  # fmt: skip
     # the hostile name is text everywhere: in the cell, its title, the bar chart and the link's query
     assert "<script>" not in page and HOSTILE not in page
