@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import csv
 import io
+import pathlib
 import re
 
 import pytest
@@ -30,9 +31,9 @@ def day(ds: str, order: str, pay: str) -> dict[str, list[dict[str, object]]]:
     return {"dead_letters": letters, "lifecycles": lives}
 
 
-@pytest.fixture(scope="module")
-def client(tmp_path_factory: pytest.TempPathFactory) -> TestClient:
-    base = tmp_path_factory.mktemp("outcomes")
+def build(base: pathlib.Path) -> tuple[pathlib.Path, pathlib.Path]:
+    """Two dates compensated by the real command: G1's ORD-1 done on D1 and again on D2 (a loop), G2's handler
+    failing with ValueError on both."""
     wh, config = base / "wh", base / "c.yaml"
     config.write_text(
         "timezone: UTC\n"
@@ -47,7 +48,12 @@ def client(tmp_path_factory: pytest.TempPathFactory) -> TestClient:
     commit(wh, D2, day(D2, "m2", "p2"))
     for ds in (D1, D2):  # 1: G2's handler fails
         assert rocketmq_retry(["compensate", "--date", ds, "--warehouse", str(wh), "--config", str(config)]) == 1
-    return html_client(wh, config)
+    return wh, config
+
+
+@pytest.fixture(scope="module")
+def client(tmp_path_factory: pytest.TempPathFactory) -> TestClient:
+    return html_client(*build(tmp_path_factory.mktemp("outcomes")))
 
 
 def test_the_dead_letter_page_counts_filters_and_shows_reasons_and_loops(client: TestClient) -> None:
