@@ -207,3 +207,19 @@ def test_revision_0003_keeps_rows_and_admits_the_new_state_only(ledger_url: str)
     with Ledger.open(ledger_url) as led:
         row = led.get("g", "m1")
         assert row is not None and (row.state.value, row.reason, row.loops) == ("HELD_FOR_REVIEW", None, 0)
+
+
+def test_an_sql_insert_the_table_refuses_is_db_rejected(tmp_path: pathlib.Path) -> None:
+    from rocketmq_retry.compensation.handlers import SqlHandler
+
+    url = f"sqlite:///{tmp_path}/t.db"
+    engine = create_ledger_engine(url)
+    with engine.begin() as conn:  # an existing table with a column the handler does not fill
+        conn.execute(text("CREATE TABLE tickets (idempotency_key TEXT PRIMARY KEY, owner TEXT NOT NULL)"))
+    engine.dispose()
+    handler = SqlHandler("tickets", HandlerConfig(type="sql", url=url, table="tickets"))
+    with pytest.raises(PermanentFailure) as caught:
+        handler(LETTER)
+    handler.close()
+    assert exception_reason(caught.value) == "db_rejected"
+    assert "NOT NULL constraint failed: tickets.owner" in str(caught.value)
