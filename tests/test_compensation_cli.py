@@ -33,6 +33,7 @@ def test_compensate_twice_executes_once(warehouse: pathlib.Path, capsys: pytest.
     assert code == 0
     assert "12 dead letters; executed 12 (done 12, failed 0, gave up 0)" in out
     assert "handler log-only: done 12" in out
+    assert "  reasons: ok 12" in out.splitlines()
     code, out, _ = run(capsys, "compensate", "--date", DATE, "--warehouse", str(warehouse), "--format", "json")
     assert code == 0
     summary = json.loads(out)
@@ -40,8 +41,8 @@ def test_compensate_twice_executes_once(warehouse: pathlib.Path, capsys: pytest.
     code, out, _ = run(capsys, "compensation", "list", "--warehouse", str(warehouse), "--limit", "2")
     assert code == 0
     lines = out.splitlines()
-    assert lines[0].split()[:4] == ["dlq_date", "consumer_group", "msg_id", "state"]
-    assert len(lines) == 4 and lines[-1] == "2 row(s) shown; ledger: 12 (DONE 12)"
+    assert lines[0].split()[:6] == ["dlq_date", "consumer_group", "msg_id", "state", "reason", "loops"]
+    assert len(lines) == 5 and lines[-2:] == ["2 row(s) shown; ledger: 12 (DONE 12)", "by reason: ok 12"]
     code, out, _ = run(
         capsys, "compensation", "list", "--warehouse", str(warehouse), "--format", "json", "--date", DATE
     )
@@ -138,9 +139,9 @@ def test_operator_errors_are_one_line(warehouse: pathlib.Path, tmp_path, capsys:
 def test_migrate_reports_revisions(tmp_path: pathlib.Path, capsys: pytest.CaptureFixture[str]) -> None:
     url = f"sqlite:///{tmp_path}/l.db"
     code, out, _ = run(capsys, "compensation", "migrate", "--ledger-url", url)
-    assert code == 0 and out.strip().endswith("revision none -> 0002")
+    assert code == 0 and out.strip().endswith("revision none -> 0003")
     code, out, _ = run(capsys, "compensation", "migrate", "--ledger-url", url)
-    assert out.strip().endswith("revision 0002 -> 0002")
+    assert out.strip().endswith("revision 0003 -> 0003")
 
 
 def test_dead_letters_held_for_review_never_reach_a_handler(
@@ -192,7 +193,7 @@ def test_a_receiver_throttling_with_429_leaves_the_row_failed_not_gave_up(
     assert code == 1 and server.total == 24  # 12 dead letters, 2 tries each
     assert "executed 12 (done 0, failed 12, gave up 0)" in out
     code, out, _ = run(capsys, "compensation", "list", "--warehouse", str(warehouse), "--config", str(config))
-    assert out.splitlines()[-1] == "12 row(s) shown; ledger: 12 (FAILED 12)"
+    assert out.splitlines()[-2:] == ["12 row(s) shown; ledger: 12 (FAILED 12)", "by reason: http_429 12"]
 
 
 def test_url_credentials_appear_nowhere(

@@ -312,3 +312,17 @@ def refuse(letter: Any) -> str:
     from rocketmq_retry.compensation.model import PermanentFailure
 
     raise PermanentFailure(f"order of {letter.business_key} no longer exists")
+
+
+def broken(letter: Any) -> str:
+    """A python handler with a bug: every call raises ValueError."""
+    raise ValueError(f"cannot parse amount of {letter.business_key}")
+
+
+def needs_body(letter: Any) -> str:
+    """A python handler that cannot act without the message body, and says so with its reason."""
+    from rocketmq_retry.compensation.model import PermanentFailure, Reason
+
+    if letter.body is None:
+        raise PermanentFailure("the logs carried no body for this dead letter", reason=Reason.BODY_MISSING)
+    return record_effect(letter)

@@ -108,6 +108,13 @@ class BrokerConfig(_Strict):
         "drops the record of a group without a subscription group config instead of reviving it (§5.9). "
         "null = the broker's default.",
     )
+    file_reserved_time_hours: int = Field(
+        72,
+        ge=1,
+        description="MessageStoreConfig.fileReservedTime: the hours a commitlog file is kept after its last write "
+        "before CleanCommitLogService may delete it (at deleteWhen, or sooner when the disk fills); a dead letter "
+        "older than this may exist only in this product's archive.",
+    )
 
     @field_validator("version", mode="before")
     @classmethod
@@ -296,6 +303,11 @@ class CompensationConfig(_Strict):
     max_batches: int = Field(8, ge=1, description="mapped compensation tasks per run, at most")
     batch_size: int = Field(200, ge=1, description="outstanding dead letters per batch before another batch is used")
     claim_chunk: int = Field(10, ge=1, description="rows claimed per statement (their leases must outlast the chunk)")
+    max_loops: int = Field(
+        2,
+        description="re-drive loops: a dead letter whose business key was compensated on this many earlier dates "
+        "(in its group) is held for review instead of compensated again (docs/compensation.md)",
+    )
     business_key: BusinessKeyConfig = BusinessKeyConfig()
     routes: list[RouteConfig] = Field(default_factory=lambda: [RouteConfig(handler="log-only")])
     handlers: dict[str, HandlerConfig] = Field(
@@ -303,6 +315,17 @@ class CompensationConfig(_Strict):
             "log-only": HandlerConfig(type="python", callable="rocketmq_retry.compensation.handlers:log_only")
         }
     )
+
+    @field_validator("max_loops", mode="before")
+    @classmethod
+    def _loops_at_least_one(cls, value: object) -> object:
+        # bool is an int to Python: `max_loops: yes` must not read as 1
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ValueError(
+                f"{value!r} is not a whole number of at least 1: the earlier compensated dates of a business key "
+                "after which its next dead letter is held for review (1 holds the first re-dead-lettering)"
+            )
+        return value
 
     @model_validator(mode="after")
     def _routes_name_handlers(self) -> CompensationConfig:

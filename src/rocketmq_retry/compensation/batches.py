@@ -24,7 +24,17 @@ from rocketmq_retry.compensation.deadletters import check_date, held_for_review,
 from rocketmq_retry.compensation.handlers import Connections, Handler, build_handler
 from rocketmq_retry.compensation.heartbeat import Heartbeat, lease_needed
 from rocketmq_retry.compensation.ledger import Ledger
-from rocketmq_retry.compensation.model import Claim, DeadLetter, LedgerRow, PermanentFailure, Registration, State
+from rocketmq_retry.compensation.model import (
+    Claim,
+    DeadLetter,
+    LedgerRow,
+    PermanentFailure,
+    Reason,
+    Registration,
+    State,
+    exception_reason,
+    normalise_reason,
+)
 from rocketmq_retry.compensation.ratelimit import RateLimiter
 from rocketmq_retry.compensation.redact import redact
 from rocketmq_retry.config import Config, load_config
@@ -59,6 +69,7 @@ SUMMARY_COUNTS = (
     "already_skipped",
     "held_elsewhere",
     "lost_lease",
+    "held_loop",
 )
 
 
@@ -81,6 +92,7 @@ def open_ledger(cfg: Config, warehouse: str | os.PathLike[str] | None) -> Ledger
         resolve_ledger_url(comp.ledger_url, warehouse),
         lease_seconds=comp.lease_seconds,
         max_attempts=comp.max_attempts,
+        max_loops=comp.max_loops,
     )
 
 
@@ -150,6 +162,10 @@ def plan_batches(
         rows = ledger.states((r.consumer_group, r.msg_id) for _, r in prepared)
         now = ledger.now()
         outstanding = sum(1 for row in rows.values() if ledger.is_claimable(row, now))
+        looped = sorted(
+            (r for r in rows.values() if r.state == State.HELD_FOR_REVIEW and r.reason == Reason.REDRIVE_LOOP),
+            key=lambda r: (r.consumer_group, r.msg_id),
+        )
     shards = max(1, min(max_batches, math.ceil(outstanding / batch_size)))
     log.info(
         "compensation plan %s: %d dead letters, %d new in the ledger, %d outstanding -> %d batch(es)",
@@ -167,7 +183,11 @@ def plan_batches(
         ]
         if held
         else []
-    )
+    ) + [
+        f"{r.consumer_group}/{r.msg_id}: business key {r.business_key!r} compensated on {r.loops} earlier date(s); "
+        f"held for review as a re-drive loop (compensation.max_loops {cfg.compensation.max_loops})"
+        for r in looped
+    ]
     return _batches(warehouse, config, [date], shards, notes)
 
 
@@ -283,6 +303,7 @@ def compensate_batch(
         worker=run.worker,
         seconds=round((dt.datetime.now(dt.UTC) - started).total_seconds(), 3),
         handlers={k: dict(v) for k, v in run.per_handler.items()},
+        reasons=dict(run.reasons),
         notes=run.notes,
     )
     log.info("compensation batch %s/%s of %s: %s", shard + 1, shards, ",".join(batch["dates"]), _line(summary))
@@ -322,6 +343,7 @@ class _BatchRun:
         self.run_id = run_id
         self.notes = notes
         self.counts: Counter[str] = Counter()
+        self.reasons: Counter[str] = Counter()  # the reason of every outcome this batch recorded
         self.per_handler: dict[str, Counter[str]] = {}
         self.handlers: dict[str, Handler] = {}
         self.limiters: dict[str, RateLimiter] = {}
@@ -393,8 +415,10 @@ class _BatchRun:
     ) -> None:
         if handler is None:  # no route (or the row named an unknown handler)
             heartbeat.drop(claim)
-            skipped = ledger.skip(claim, reg.skip_reason or "no route")
+            skipped = ledger.skip(claim, reg.skip_reason or "no route", reason=Reason.ROUTE_MISSING)
             self.counts["skipped" if skipped else "lost_lease"] += 1
+            if skipped:
+                self.reasons[Reason.ROUTE_MISSING.value] += 1
             return
         if heartbeat.remaining(claim) < lease_needed(self.cfg, handler.name, ledger):
             # The heartbeat could not renew this claim while the chunk's earlier calls ran (the database was
@@ -406,8 +430,10 @@ class _BatchRun:
             items.append((letter, reg))
             return
         self.counts["executed"] += 1
-        outcome = _execute(ledger, claim, handler, letter, heartbeat, self.notes)
+        outcome, reason = _execute(ledger, claim, handler, letter, heartbeat, self.notes)
         self.counts[outcome] += 1
+        if reason is not None:
+            self.reasons[reason] += 1
         self.per_handler.setdefault(handler.name, Counter())[outcome] += 1
 
 
@@ -442,26 +468,31 @@ def _settled(row: LedgerRow) -> str:
         State.DONE: "already_done",
         State.GAVE_UP: "already_gave_up",
         State.SKIPPED: "already_skipped",
+        State.HELD_FOR_REVIEW: "held_loop",
     }.get(row.state, "held_elsewhere")
 
 
 def _execute(
     ledger: Ledger, claim: Claim, handler: Handler, letter: DeadLetter, heartbeat: Heartbeat, notes: list[str]
-) -> str:
+) -> tuple[str, str | None]:
+    """(the outcome counted, the reason recorded; None when the claim was lost and nothing was recorded)."""
     key = (claim.consumer_group, claim.msg_id)
     where = f"{letter.consumer_group}/{letter.msg_id}"
     try:
         result = handler(letter)
     except PermanentFailure as exc:
         heartbeat.drop(claim)
+        reason = exception_reason(exc)
         outcome = f"permanent failure: {handler.redact(str(exc))}"
-        state = ledger.fail(claim, handler.redact(str(exc)) or "", permanent=True, handler=handler.name)
+        state = ledger.fail(claim, handler.redact(str(exc)) or "", permanent=True, handler=handler.name, reason=reason)
     except Exception as exc:  # a handler's transient failure must not stop the batch
         heartbeat.drop(claim)
+        # from the raised type (or the reason its raiser gave), never from its text
+        reason = exception_reason(exc)
         message = handler.redact(f"{type(exc).__name__}: {exc}") or ""
         outcome = message
-        log.warning("handler %s failed on %s: %s", handler.name, where, message)
-        state = ledger.fail(claim, message, permanent=False, handler=handler.name)
+        log.warning("handler %s failed on %s (%s): %s", handler.name, where, reason, message)
+        state = ledger.fail(claim, message, permanent=False, handler=handler.name, reason=reason)
     else:
         heartbeat.drop(claim)
         result = handler.redact(result)
@@ -469,13 +500,13 @@ def _execute(
         # The fence: complete() records DONE only while this claim's token is still the row's. A claim taken
         # over (frozen worker, heartbeat cut off) is refused here, counted and noted, never overwritten.
         if ledger.complete(claim, result, handler=handler.name):
-            return "done"
+            return "done", Reason.OK.value
         state = None
     if state is None:
         why = "taken over by another worker" if key in heartbeat.lost else "no longer held by this worker"
         notes.append(f"{where}: claim {why} while {handler.name} ran; its outcome ({outcome}) was not recorded")
-        return "lost_lease"
-    return "gave_up" if state == State.GAVE_UP else "failed"
+        return "lost_lease", None
+    return ("gave_up" if state == State.GAVE_UP else "failed"), normalise_reason(reason)
 
 
 def summarize(summaries: Iterable[dict[str, Any]]) -> dict[str, Any]:
@@ -484,16 +515,24 @@ def summarize(summaries: Iterable[dict[str, Any]]) -> dict[str, Any]:
     handlers: dict[str, Counter[str]] = {}
     dates: set[str] = set()
     notes: list[str] = []
+    reasons: Counter[str] = Counter()
     batches = 0
     for s in summaries:
         batches += 1
         total.update({k: int(s.get(k, 0)) for k in SUMMARY_COUNTS})
+        reasons.update(s.get("reasons") or {})
         for name, c in (s.get("handlers") or {}).items():
             handlers.setdefault(name, Counter()).update(c)
         dates.update(s.get("dates") or [])
         notes += s.get("notes") or []
     out: dict[str, Any] = {k: total.get(k, 0) for k in SUMMARY_COUNTS}
-    out.update(batches=batches, dates=sorted(dates), handlers={k: dict(v) for k, v in handlers.items()}, notes=notes)
+    out.update(
+        batches=batches,
+        dates=sorted(dates),
+        handlers={k: dict(v) for k, v in handlers.items()},
+        reasons=dict(sorted(reasons.items())),
+        notes=notes,
+    )
     log.info("compensation summary %s: %s", ",".join(out["dates"]), _line(out))
     return out
 
@@ -503,8 +542,15 @@ def _line(s: dict[str, Any]) -> str:
         f"{s['dead_letters']} dead letters; executed {s['executed']} (done {s['done']}, failed {s['failed']}, "
         f"gave up {s['gave_up']}), skipped {s['skipped']}; already done {s['already_done']}, "
         f"already gave up {s['already_gave_up']}, already skipped {s['already_skipped']}, "
-        f"held by other workers {s['held_elsewhere']}, lost leases {s['lost_lease']}"
+        f"held by other workers {s['held_elsewhere']}, lost leases {s['lost_lease']}, "
+        f"held for review as re-drive loops {s.get('held_loop', 0)}"
     )
+
+
+def reasons_line(summary: dict[str, Any]) -> str:
+    """``reasons: http_5xx 2, ok 3`` (the outcomes this run recorded, by normalised reason)."""
+    reasons = summary.get("reasons") or {}
+    return "reasons: " + (", ".join(f"{k} {v}" for k, v in sorted(reasons.items())) or "none recorded")
 
 
 def summary_line(summary: dict[str, Any]) -> str:

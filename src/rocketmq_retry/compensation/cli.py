@@ -102,7 +102,13 @@ def _open(ns: argparse.Namespace, *, read_only: bool = False) -> Ledger:
                 f"no compensation ledger at {database}: nothing has been compensated with this config and warehouse "
                 f"(check --warehouse / --config / --ledger-url; '{PROG} migrate' creates an empty one)"
             )
-    return Ledger.open(url, lease_seconds=comp.lease_seconds, max_attempts=comp.max_attempts, migrate=not read_only)
+    return Ledger.open(
+        url,
+        lease_seconds=comp.lease_seconds,
+        max_attempts=comp.max_attempts,
+        max_loops=comp.max_loops,
+        migrate=not read_only,
+    )
 
 
 def _range(ns: argparse.Namespace) -> tuple[str | None, str | None]:
@@ -123,6 +129,8 @@ def _table(rows: list[LedgerRow]) -> str:
         "consumer_group",
         "msg_id",
         "state",
+        "reason",
+        "loops",
         "tries",
         "handler",
         "business_key",
@@ -135,6 +143,8 @@ def _table(rows: list[LedgerRow]) -> str:
             r.consumer_group,
             r.msg_id,
             r.state.value,
+            r.reason or "-",
+            str(r.loops),
             str(r.attempts),
             r.handler or "-",
             r.business_key or "-",
@@ -161,6 +171,7 @@ def _list(ns: argparse.Namespace) -> int:
             limit=ns.limit or None,
         )
         counts = ledger.counts(date_from=date_from, date_to=date_to)
+        reasons = ledger.reason_counts(date_from=date_from, date_to=date_to)
     if ns.format == "json":
         for row in rows:
             print(json.dumps(row.as_dict(), sort_keys=True))
@@ -170,6 +181,14 @@ def _list(ns: argparse.Namespace) -> int:
     total = sum(counts.values())
     by_state = ", ".join(f"{s.value} {counts[s.value]}" for s in State if counts.get(s.value))
     print(f"{len(rows)} row(s) shown; ledger{_scope(date_from, date_to)}: {total} ({by_state or 'empty'})")
+    by_reason: dict[str, int] = {}
+    for (_state, reason), n in reasons.items():
+        by_reason[reason or "none"] = by_reason.get(reason or "none", 0) + n
+    if by_reason:
+        # "none": registered, no outcome yet (PENDING, CLAIMED)
+        print(
+            "by reason: " + ", ".join(f"{k} {v}" for k, v in sorted(by_reason.items(), key=lambda kv: (-kv[1], kv[0])))
+        )
     return 0
 
 
@@ -228,6 +247,7 @@ def _retry(ns: argparse.Namespace) -> int:
     summary = service.summarize(service.compensate_batch(b, run_id, ns.config) for b in batches if b["only"])
     print(f"re-drove {selected} dead letter(s) (run {run_id}):")
     print("  " + service.summary_line(summary))
+    print("  " + service.reasons_line(summary))
     return 1 if summary["failed"] or summary["gave_up"] else 0
 
 

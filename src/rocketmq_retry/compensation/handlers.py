@@ -27,7 +27,7 @@ import time
 from collections.abc import Callable, Iterable
 from typing import Any, Protocol
 
-from rocketmq_retry.compensation.model import DeadLetter, PermanentFailure, RetryableFailure
+from rocketmq_retry.compensation.model import DeadLetter, PermanentFailure, Reason, RetryableFailure
 from rocketmq_retry.compensation.redact import (
     basic_auth_secrets,
     redact,
@@ -149,7 +149,8 @@ class PythonHandler(_Secrets):
         if not finished.wait(self.timeout_seconds):
             raise RetryableFailure(
                 f"python handler {self.name!r} did not return within its time limit of {self.timeout_seconds:g}s "
-                "(the call was abandoned and may still complete; the next claim passes the same idempotency key)"
+                "(the call was abandoned and may still complete; the next claim passes the same idempotency key)",
+                reason=Reason.TIMEOUT,
             )
         if "error" in outcome:
             raise outcome["error"]
@@ -215,6 +216,31 @@ def retry_after_seconds(value: str | None, now: Callable[[], dt.datetime] | None
     return max(0.0, (when - current).total_seconds())
 
 
+def status_reason(status: int) -> Reason:
+    """The reason of an HTTP answer that is not a success (2xx, 409)."""
+    if status == 429:
+        return Reason.HTTP_429
+    if status == 408:
+        return Reason.HTTP_408
+    if 400 <= status < 500:
+        return Reason.HTTP_4XX
+    return Reason.HTTP_5XX  # 5xx, and anything outside the classes RFC 9110 defines: the receiver failed
+
+
+def transport_reason(exc: BaseException) -> Reason:
+    """A transport failure's reason from the exception chain's types: httpx wraps the socket's
+    ``ConnectionRefusedError`` (ECONNREFUSED) in ``ConnectError``; any other connect or transport failure (DNS,
+    TLS, a reset) is a connection error."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        if isinstance(current, ConnectionRefusedError):
+            return Reason.CONNECTION_REFUSED
+        seen.add(id(current))
+        current = current.__cause__ or current.__context__
+    return Reason.CONNECTION_ERROR
+
+
 class HttpHandler(_Secrets):
     """POST the dead letter as JSON with an ``Idempotency-Key`` header. 2xx and 409 (the receiver already has
     it) are done; 408 and 429 (the receiver asks to come back), 5xx, timeouts and connection errors are retried
@@ -269,14 +295,17 @@ class HttpHandler(_Secrets):
         headers = {**self._headers, "Content-Type": "application/json", "Idempotency-Key": letter.idempotency_key}
         payload = json.dumps(letter.to_json(), ensure_ascii=False).encode("utf-8")
         last = ""
+        reason = Reason.CONNECTION_ERROR
         for attempt in range(1, self.max_tries + 1):
             retry_after: float | None = None
             try:
                 response = self._client.post(self.url, content=payload, headers=headers)
             except httpx.TimeoutException as exc:
                 last = f"timeout after {self._client.timeout.read}s ({type(exc).__name__})"
+                reason = Reason.TIMEOUT
             except httpx.TransportError as exc:
                 last = f"{type(exc).__name__}: {self.redact(str(exc))}"
+                reason = transport_reason(exc)
             else:
                 status = response.status_code
                 if 200 <= status < 300:
@@ -284,13 +313,15 @@ class HttpHandler(_Secrets):
                 if status == 409:
                     return "HTTP 409 (receiver already had this idempotency key)"
                 snippet = self.redact(response.text[:200].strip())
+                reason = status_reason(status)
                 if 400 <= status < 500 and status not in RETRY_STATUSES:
-                    raise PermanentFailure(f"HTTP {status} from {self.display_url}: {snippet}")
+                    raise PermanentFailure(f"HTTP {status} from {self.display_url}: {snippet}", reason=reason)
                 last = f"HTTP {status} from {self.display_url}: {snippet}"
                 retry_after = retry_after_seconds(response.headers.get("Retry-After"))
             if attempt < self.max_tries:
                 self._sleep(self._pause(attempt, retry_after))
-        raise RetryableFailure(f"{last} (after {self.max_tries} tries)")
+        # the last try's reason: what the receiver (or the network) said when the row was given up for this run
+        raise RetryableFailure(f"{last} (after {self.max_tries} tries)", reason=reason)
 
     def close(self) -> None:
         self._client.close()
@@ -401,14 +432,17 @@ class SqlHandler(_Secrets):
             if "idempotency_key" in str(exc.orig).lower() or "unique" in str(exc.orig).lower():
                 return "row already present"
             raise PermanentFailure(
-                f"insert into {self.table.fullname} rejected: {self.redact(str(exc.orig))}"
+                f"insert into {self.table.fullname} rejected: {self.redact(str(exc.orig))}", reason=Reason.DB_REJECTED
             ) from None
         except OperationalError as exc:  # includes a statement cancelled by statement_timeout, a busy SQLite file
             raise RetryableFailure(
-                f"database unavailable or slower than {self.timeout_seconds:g}s: {self.redact(str(exc.orig))}"
+                f"database unavailable or slower than {self.timeout_seconds:g}s: {self.redact(str(exc.orig))}",
+                reason=Reason.DB_UNAVAILABLE,
             ) from None
         except DBAPIError as exc:
-            raise PermanentFailure(f"insert into {self.table.fullname} failed: {self.redact(str(exc.orig))}") from None
+            raise PermanentFailure(
+                f"insert into {self.table.fullname} failed: {self.redact(str(exc.orig))}", reason=Reason.DB_ERROR
+            ) from None
         return f"inserted into {self.table.fullname}" if inserted else "row already present"
 
     def close(self) -> None:

@@ -17,7 +17,7 @@ import uuid
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from sqlalchemy import Engine, and_, func, insert, or_, select, tuple_, update
+from sqlalchemy import Engine, and_, case, func, insert, or_, select, tuple_, update
 from sqlalchemy.exc import IntegrityError
 
 from rocketmq_retry.compensation.database import (
@@ -27,7 +27,15 @@ from rocketmq_retry.compensation.database import (
     head_revision,
     upgrade,
 )
-from rocketmq_retry.compensation.model import REOPENABLE, Claim, LedgerRow, Registration, State
+from rocketmq_retry.compensation.model import (
+    REOPENABLE,
+    Claim,
+    LedgerRow,
+    Reason,
+    Registration,
+    State,
+    normalise_reason,
+)
 from rocketmq_retry.compensation.redact import redact
 from rocketmq_retry.compensation.schema import TABLE_NAME, ledger
 from rocketmq_retry.errors import UserError
@@ -71,13 +79,17 @@ class Ledger:
         *,
         lease_seconds: int = 300,
         max_attempts: int = 5,
+        max_loops: int | None = None,
         clock: Callable[[], dt.datetime] | None = None,
     ) -> None:
         """``clock`` is a test hook standing in for the database's clock; without it (always, in production)
-        every lease time is the database server's."""
+        every lease time is the database server's. ``max_loops`` (compensation.max_loops): a dead letter whose
+        business key was compensated on that many earlier dates is registered HELD_FOR_REVIEW; None counts the
+        loops and holds nothing."""
         self.engine = engine
         self.lease_seconds = lease_seconds
         self.max_attempts = max_attempts
+        self.max_loops = max_loops
         self.clock = clock
 
     def _now(self, conn: Any) -> dt.datetime:
@@ -97,6 +109,7 @@ class Ledger:
         *,
         lease_seconds: int = 300,
         max_attempts: int = 5,
+        max_loops: int | None = None,
         migrate: bool = True,
         clock: Callable[[], dt.datetime] | None = None,
     ) -> Ledger:
@@ -118,7 +131,7 @@ class Ledger:
             if isinstance(exc, OperationalError):
                 raise UserError(f"cannot open compensation ledger {engine.url!r}: {exc.orig}") from None
             raise
-        return cls(engine, lease_seconds=lease_seconds, max_attempts=max_attempts, clock=clock)
+        return cls(engine, lease_seconds=lease_seconds, max_attempts=max_attempts, max_loops=max_loops, clock=clock)
 
     def close(self) -> None:
         self.engine.dispose()
@@ -133,25 +146,43 @@ class Ledger:
 
     def register(self, entries: Iterable[Registration]) -> int:
         """Insert dead letters not yet in the ledger; existing rows are left exactly as they are.
-        Returns how many rows were new."""
+        Returns how many rows were new.
+
+        A new row whose business key was compensated (DONE) on ``loops`` earlier dates in its group is a re-drive
+        loop: it is registered with that count, and HELD_FOR_REVIEW (reason ``redrive_loop``) once the count
+        reaches ``max_loops``, so no handler runs for it until an operator re-drives it."""
+        entries = list(entries)
         now = self.now()
-        rows = [
-            {
-                "consumer_group": e.consumer_group,
-                "msg_id": e.msg_id,
-                # Even without a handler the row starts PENDING: the batch that reaches it records SKIPPED
-                # through a claim, so a run reports what it skipped and a re-run reports it as already skipped.
-                "state": State.PENDING.value,
-                "attempts": 0,
-                "handler": e.handler,
-                "business_key": _truncate(e.business_key, 512),
-                "first_seen": now,
-                "dlq_date": e.dlq_date,
-                "original_topic": e.original_topic,
-                "redrives": 0,
-            }
-            for e in entries
-        ]
+        earlier = self._compensated_dates(entries)
+        rows = []
+        for e in entries:
+            business_key = _truncate(e.business_key, 512)
+            loops = sum(1 for d in earlier.get((e.consumer_group, business_key), ()) if e.dlq_date and d < e.dlq_date)
+            held = self.max_loops is not None and loops >= self.max_loops
+            rows.append(
+                {
+                    "consumer_group": e.consumer_group,
+                    "msg_id": e.msg_id,
+                    # Even without a handler the row starts PENDING: the batch that reaches it records SKIPPED
+                    # through a claim, so a run reports what it skipped and a re-run reports it as already skipped.
+                    "state": State.HELD_FOR_REVIEW.value if held else State.PENDING.value,
+                    "attempts": 0,
+                    "handler": e.handler,
+                    "business_key": business_key,
+                    "first_seen": now,
+                    "dlq_date": e.dlq_date,
+                    "original_topic": e.original_topic,
+                    "redrives": 0,
+                    "loops": loops,
+                    "reason": Reason.REDRIVE_LOOP.value if held else None,
+                    "last_error": (
+                        f"re-drive loop: business key {business_key!r} was compensated on {loops} earlier date(s) "
+                        f"(compensation.max_loops {self.max_loops}); held for review"
+                        if held
+                        else None
+                    ),
+                }
+            )
         inserted = 0
         dialect = self.engine.dialect.name
         for start in range(0, len(rows), _INSERT_CHUNK):
@@ -179,6 +210,24 @@ class Ledger:
                     except IntegrityError:
                         pass
         return inserted
+
+    def _compensated_dates(self, entries: Sequence[Registration]) -> dict[tuple[str, str], set[str]]:
+        """(consumer_group, business_key) -> the dead-letter dates on which a row of that key is DONE."""
+        wanted = sorted({(e.consumer_group, _truncate(e.business_key, 512)) for e in entries if e.business_key})
+        out: dict[tuple[str, str], set[str]] = {}
+        t = ledger.c
+        with self.engine.connect() as conn:
+            for start in range(0, len(wanted), _INSERT_CHUNK):
+                chunk = wanted[start : start + _INSERT_CHUNK]
+                stmt = (
+                    select(t.consumer_group, t.business_key, t.dlq_date)
+                    .where(tuple_(t.consumer_group, t.business_key).in_(chunk), t.state == State.DONE.value)
+                    .distinct()
+                )
+                for group, key, date in conn.execute(stmt):
+                    if date:
+                        out.setdefault((group, key), set()).add(date)
+        return out
 
     # --- claiming -----------------------------------------------------------------------------
 
@@ -312,6 +361,8 @@ class Ledger:
                 claim_token=None,
                 lease_expires_at=None,
                 last_error=func.coalesce(t.last_error, "lease expired on the last attempt (worker lost?)"),
+                # beside last_error: the failure it keeps, or the lost lease
+                reason=case((t.last_error.is_(None), Reason.LEASE_EXPIRED.value), else_=t.reason),
             )
         )
         with self.engine.begin() as conn:
@@ -342,20 +393,37 @@ class Ledger:
         """Record DONE. False if the claim was lost (its lease expired and another worker took it)."""
         extra = {"handler": handler} if handler else {}
         return self._finish(
-            claim, state=State.DONE.value, completed_at=self.now(), last_error=None, result=_message(result), **extra
+            claim,
+            state=State.DONE.value,
+            completed_at=self.now(),
+            last_error=None,
+            result=_message(result),
+            reason=Reason.OK.value,
+            **extra,
         )
 
-    def fail(self, claim: Claim, error: str, *, permanent: bool, handler: str | None = None) -> State | None:
-        """Record a failure: GAVE_UP if permanent or out of attempts, else FAILED (claimable again)."""
+    def fail(
+        self,
+        claim: Claim,
+        error: str,
+        *,
+        permanent: bool,
+        handler: str | None = None,
+        reason: str | None = None,
+    ) -> State | None:
+        """Record a failure: GAVE_UP if permanent or out of attempts, else FAILED (claimable again). ``reason``:
+        its normalised Reason (``model.exception_reason`` of what the handler raised)."""
         exhausted = claim.attempt >= self.max_attempts
         state = State.GAVE_UP if permanent or exhausted else State.FAILED
         if exhausted and not permanent:
             error = f"gave up after {claim.attempt} attempts: {error}"
         extra = {"handler": handler} if handler else {}
-        return state if self._finish(claim, state=state.value, last_error=_message(error), **extra) else None
+        stored = normalise_reason(reason) if reason else None
+        ok = self._finish(claim, state=state.value, last_error=_message(error), reason=stored, **extra)
+        return state if ok else None
 
-    def skip(self, claim: Claim, reason: str) -> bool:
-        return self._finish(claim, state=State.SKIPPED.value, last_error=_message(reason))
+    def skip(self, claim: Claim, why: str, *, reason: str = Reason.ROUTE_MISSING.value) -> bool:
+        return self._finish(claim, state=State.SKIPPED.value, last_error=_message(why), reason=reason)
 
     # --- reading ------------------------------------------------------------------------------
 
@@ -425,6 +493,19 @@ class Ledger:
             return False
         return row.lease_expires_at is None or row.lease_expires_at < (self.now() if now is None else now)
 
+    def reason_counts(
+        self, *, date_from: str | None = None, date_to: str | None = None
+    ) -> dict[tuple[str, str | None], int]:
+        """(state, reason) -> rows, for the dead-letter dates in the range (reason None: no outcome yet)."""
+        t = ledger.c
+        stmt = select(t.state, t.reason, func.count()).group_by(t.state, t.reason)
+        if date_from:
+            stmt = stmt.where(t.dlq_date >= date_from)
+        if date_to:
+            stmt = stmt.where(t.dlq_date <= date_to)
+        with self.engine.connect() as conn:
+            return {(state, reason): int(n) for state, reason, n in conn.execute(stmt)}
+
     def counts(self, *, date_from: str | None = None, date_to: str | None = None) -> dict[str, int]:
         t = ledger.c
         stmt = select(t.state, func.count()).group_by(t.state)
@@ -458,6 +539,7 @@ class Ledger:
                     claim_token=None,
                     lease_expires_at=None,
                     last_error=_message(error),
+                    reason=Reason.REDRIVEN.value,
                 )
             )
             with self.engine.begin() as conn:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import enum
+import re
 import time
 import uuid
 from typing import Any
@@ -23,17 +24,71 @@ class State(enum.StrEnum):
     FAILED = "FAILED"  # a retryable failure; claimable again while attempts < max_attempts
     GAVE_UP = "GAVE_UP"  # permanent failure or attempts exhausted; only an operator re-drive reopens it
     SKIPPED = "SKIPPED"  # no route (or an undefined handler); only an operator re-drive reopens it
+    # Registered but never handed to a handler: its business key was compensated compensation.max_loops times on
+    # earlier dates and dead-lettered again (a re-drive loop); only an operator re-drive reopens it.
+    HELD_FOR_REVIEW = "HELD_FOR_REVIEW"
 
 
 # What an operator may send back to PENDING. DONE never: its effect already happened (DESIGN §8).
-REOPENABLE = frozenset({State.FAILED, State.GAVE_UP, State.SKIPPED})
+REOPENABLE = frozenset({State.FAILED, State.GAVE_UP, State.SKIPPED, State.HELD_FOR_REVIEW})
 
 
-class PermanentFailure(Exception):
+class Reason(enum.StrEnum):
+    """The normalised outcome of the last attempt on a ledger row (column ``reason``, docs/compensation.md
+    "Outcome reasons"), decided where the outcome is known (the handler's exception type or HTTP status), never
+    read back out of the error text. ``handler_exception:<class>`` is built by ``exception_reason``."""
+
+    OK = "ok"  # DONE: the handler returned (HTTP 2xx or 409, row inserted or already present)
+    HTTP_4XX = "http_4xx"  # a 4xx other than 408 and 429: permanent
+    HTTP_408 = "http_408"  # the receiver timed the request out: retried
+    HTTP_429 = "http_429"  # the receiver is rate-limiting: retried
+    HTTP_5XX = "http_5xx"
+    TIMEOUT = "timeout"  # no answer within timeout_seconds (http request, python call)
+    CONNECTION_REFUSED = "connection_refused"  # nothing listens at the target (ECONNREFUSED)
+    CONNECTION_ERROR = "connection_error"  # any other failure to connect (DNS, TLS, reset)
+    DB_UNAVAILABLE = "db_unavailable"  # sql: locked, cancelled by statement_timeout, unreachable
+    DB_REJECTED = "db_rejected"  # sql: the insert broke a constraint other than the idempotency key
+    DB_ERROR = "db_error"  # sql: any other driver error
+    ROUTE_MISSING = "route_missing"  # SKIPPED: no route matched the topic and group (routing.handler_for)
+    BODY_MISSING = "body_missing"  # raised by a handler that needs the message body the logs did not carry
+    APPROVAL_REJECTED = "approval_rejected"  # an approver refused the compensation
+    LEASE_EXPIRED = "lease_expired"  # GAVE_UP: the last attempt's worker was lost
+    REDRIVEN = "redriven"  # reopened by an operator; the previous reason is in last_error
+    REDRIVE_LOOP = "redrive_loop"  # HELD_FOR_REVIEW: see State.HELD_FOR_REVIEW
+
+
+HANDLER_EXCEPTION = "handler_exception:"
+REASON_MAX = 128
+_REASON_UNSAFE = re.compile(r"[^A-Za-z0-9_.:-]")
+
+
+def normalise_reason(value: str) -> str:
+    """A reason as stored: an identifier (letters, digits, ``_ . : -``), at most REASON_MAX characters, so that
+    whatever a python handler names stays one filterable token."""
+    return _REASON_UNSAFE.sub("_", value.strip())[:REASON_MAX] or "unknown"
+
+
+def exception_reason(exc: BaseException) -> str:
+    """The reason of a failure: the one the raiser gave (``HandlerFailure.reason``), else the exception's class."""
+    given = getattr(exc, "reason", None)
+    if isinstance(given, str) and given:
+        return normalise_reason(given)
+    return normalise_reason(HANDLER_EXCEPTION + type(exc).__name__)
+
+
+class HandlerFailure(Exception):
+    """A handler's failure with its normalised reason (``Reason`` or any identifier the handler chooses)."""
+
+    def __init__(self, *args: object, reason: str | None = None) -> None:
+        super().__init__(*args)
+        self.reason = reason
+
+
+class PermanentFailure(HandlerFailure):
     """Raised by a handler when retrying cannot help (e.g. HTTP 4xx): the row goes to GAVE_UP."""
 
 
-class RetryableFailure(Exception):
+class RetryableFailure(HandlerFailure):
     """Raised by a handler for a transient failure (e.g. HTTP 5xx, timeout): the row goes to FAILED."""
 
 
@@ -130,6 +185,8 @@ class LedgerRow:
     original_topic: str | None
     redrives: int
     result: str | None
+    reason: str | None = None  # Reason of the last outcome (revision 0003)
+    loops: int = 0  # earlier dates on which this business key was compensated (revision 0003)
 
     @classmethod
     def from_mapping(cls, row: Any) -> LedgerRow:

@@ -52,6 +52,7 @@ def main(argv: Sequence[str] | None = None, connections: Connections | None = No
     else:
         print(f"compensate {ns.date} ({len(batches)} batch{'es' if len(batches) != 1 else ''}, run {run_id}):")
         print("  " + service.summary_line(summary))
+        print("  " + service.reasons_line(summary))
         for name, c in sorted(summary["handlers"].items()):
             print(f"  handler {name}: " + ", ".join(f"{k} {v}" for k, v in sorted(c.items())))
         for note in summary["notes"]:

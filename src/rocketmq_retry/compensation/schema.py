@@ -10,7 +10,7 @@ from sqlalchemy import CheckConstraint, Column, DateTime, Index, Integer, MetaDa
 from sqlalchemy.engine import Dialect
 from sqlalchemy.types import TypeDecorator
 
-from rocketmq_retry.compensation.model import State
+from rocketmq_retry.compensation.model import REASON_MAX, State
 
 TABLE_NAME = "compensation_ledger"
 # Not Alembic's default "alembic_version": the ledger may share a database with Airflow or other apps.
@@ -64,7 +64,11 @@ ledger = Table(
     Column("original_topic", String(255)),
     Column("redrives", Integer, nullable=False, server_default="0"),
     Column("result", Text),
+    # Revision 0003
+    Column("reason", String(REASON_MAX)),
+    Column("loops", Integer, nullable=False, server_default="0"),
     CheckConstraint(STATE_CHECK, name="ck_compensation_ledger_state"),
     Index("ix_compensation_ledger_state_dlq_date", "state", "dlq_date"),
     Index("ix_compensation_ledger_dlq_date", "dlq_date"),
+    Index("ix_compensation_ledger_group_business_key", "consumer_group", "business_key"),
 )

@@ -17,6 +17,8 @@ Public API (results are frozen dataclasses of ``explore.model``, each with ``to_
     ex.causes(date, group=None)                      # -> CausePage (docs/causes.md)
     ex.safe_sets(date_from, date_to, group, redrivable, limit)   # -> list[SafeSet], ended outages
     ex.advice_of([(date, group, msg_id), ...])       # -> {key: {redrive_advice, cause, failure_kind}}
+    ex.ledger.reason_counts(date_from, date_to, group=None)      # -> [(reason, rows)]: outcome reasons, most first
+    explore.backlog.backlog(ex, as_of=None)          # -> Backlog: the dead-letter backlog across dates, per group
     ex.close()                                       # (an Explorer is also a context manager)
 
 ``None`` for a date bound means "no bound". Bad parameters raise ``ExploreError`` and an empty answer where one

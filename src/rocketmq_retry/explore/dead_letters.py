@@ -33,8 +33,8 @@ NO_FIRST, NO_LAST = "0000-00-00", "9999-99-99"
 DEAD_LETTER_CSV_COLUMNS = (
     "date", "msg_id", "consumer_group", "topic", "tag", "keys", "business_key", "reconsume_times", "dlq_at",
     "dlq_inferred", "attribution", "compensable", "review_reason", "compensation_state", "attempts", "handler",
-    "last_attempt_at", "last_error", "cause_fingerprint", "cause", "app_frame", "failure_kind", "incident_id",
-    "redrive_advice",
+    "last_attempt_at", "last_error", "reason", "loops", "cause_fingerprint", "cause", "app_frame", "failure_kind",
+    "incident_id", "redrive_advice",
 )  # fmt: skip
 # What a dead letter's cause adds to its row (docs/causes.md), as dead_letters/ holds it.
 CAUSE_COLUMNS = (
@@ -101,7 +101,17 @@ def check_filters(filters: DeadLetterFilter | None) -> DeadLetterFilter:
         failure_kind=kind,
         incident_id=clean(f.incident_id, "incident"),
         redrive_advice=advice,
+        reason=_reason(f.reason),
     )
+
+
+def _reason(value: str | None) -> str | None:
+    from rocketmq_retry.compensation.model import normalise_reason
+
+    text = clean(value, "reason")
+    if text is not None and normalise_reason(text) != text:
+        raise ExploreError(f"reason {text!r} is not a reason (letters, digits and _ . : - only)")
+    return text
 
 
 def _state_sql(with_ledger: bool) -> str:
@@ -148,6 +158,9 @@ def _where(filters: DeadLetterFilter, state: str) -> tuple[list[str], list[Any]]
     if filters.compensation_state:
         where.append(f"({state}) = ?")
         args.append(filters.compensation_state)
+    if filters.reason:
+        where.append("l.reason = ?")
+        args.append(filters.reason)
     return where, args
 
 
@@ -162,10 +175,11 @@ def letters_sql(
     )
     ledger_cols = (
         "coalesce(l.attempts, 0) AS attempts, l.handler AS handler, l.last_attempt_at AS last_attempt_at, "
-        "l.last_error AS last_error, l.completed_at AS completed_at"
+        "l.last_error AS last_error, l.completed_at AS completed_at, l.reason AS reason, "
+        "coalesce(l.loops, 0) AS loops"
         if with_ledger
         else "0 AS attempts, NULL::VARCHAR AS handler, NULL::TIMESTAMPTZ AS last_attempt_at, "
-        "NULL::VARCHAR AS last_error, NULL::TIMESTAMPTZ AS completed_at"
+        "NULL::VARCHAR AS last_error, NULL::TIMESTAMPTZ AS completed_at, NULL::VARCHAR AS reason, 0 AS loops"
     )
     where, args = _where(filters, state)
     sql = (
@@ -199,6 +213,8 @@ def letter_row(r: dict[str, Any]) -> DeadLetterRow:
         last_attempt_at=utc(r["last_attempt_at"]),
         last_error=r["last_error"],
         completed_at=utc(r["completed_at"]),
+        reason=r["reason"],
+        loops=int(r["loops"] or 0),
         **{c: r[c] for c in CAUSE_COLUMNS},
     )
 
@@ -216,6 +232,8 @@ def with_states(ledger: LedgerReader, rows: list[dict[str, Any]]) -> list[dict[s
                 last_attempt_at=led["last_attempt_at"],
                 last_error=led["last_error"],
                 completed_at=led["completed_at"],
+                reason=led["reason"],
+                loops=led["loops"],
             )
     return rows
 
@@ -254,7 +272,7 @@ def dead_letter_page(
     dates = ex._dates_in(first, last, "dead_letters")
     # Only a filter or sort on the state needs the whole range's ledger; otherwise one page's rows are looked up
     # by key.
-    with_ledger = f.compensation_state is not None or sort in LEDGER_SORTS
+    with_ledger = f.compensation_state is not None or f.reason is not None or sort in LEDGER_SORTS
     cur = ex._ledger_cursor(first or NO_FIRST, last or NO_LAST) if with_ledger else ex._cursor()
     try:
         sql, params = letters_sql(ex, dates, f, with_ledger)

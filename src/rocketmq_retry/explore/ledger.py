@@ -24,6 +24,7 @@ from rocketmq_retry.explore.model import CompensationRecord
 # Columns the dead-letter table shows; the story reads the whole row.
 STATE_COLUMNS = (
     "consumer_group", "msg_id", "state", "attempts", "handler", "last_attempt_at", "last_error", "completed_at",
+    "reason", "loops",
 )  # fmt: skip
 _TIMES = ("last_attempt_at", "completed_at")
 _CHUNK = 400
@@ -125,6 +126,26 @@ class LedgerReader:
                     out[(row["consumer_group"], row["msg_id"])] = record
         return out
 
+    def reason_counts(
+        self, date_from: str | None, date_to: str | None, consumer_group: str | None = None
+    ) -> list[tuple[str, int]]:
+        """(reason, rows) of the ledger rows whose dead-letter date is in the range (one group or all), most rows
+        first; rows without an outcome yet (PENDING, CLAIMED) are left out. Empty without a ledger."""
+        ledger = self._open()
+        if ledger is None:
+            return []
+        t = ledger_table.c
+        stmt = select(t.reason, func.count()).where(t.reason.is_not(None)).group_by(t.reason)
+        if date_from:
+            stmt = stmt.where(t.dlq_date >= date_from)
+        if date_to:
+            stmt = stmt.where(t.dlq_date <= date_to)
+        if consumer_group:
+            stmt = stmt.where(t.consumer_group == consumer_group)
+        with ledger.engine.connect() as conn:
+            counts = [(str(reason), int(n)) for reason, n in conn.execute(stmt)]
+        return sorted(counts, key=lambda c: (-c[1], c[0]))
+
     def record(self, consumer_group: str, msg_id: str) -> CompensationRecord | None:
         ledger = self._open()
         if ledger is None:
@@ -145,4 +166,6 @@ class LedgerReader:
             last_error=row.last_error,
             result=row.result,
             airflow_run_id=row.airflow_run_id,
+            reason=row.reason,
+            loops=row.loops,
         )

@@ -207,6 +207,7 @@ class DeadLetterFilter(_Result):
     failure_kind: str | None = None  # one of contract.FAILURE_KINDS
     incident_id: str | None = None  # exact
     redrive_advice: str | None = None  # one of contract.REDRIVE_ADVICE
+    reason: str | None = None  # exact: the ledger's outcome reason (docs/compensation.md "Outcome reasons")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -238,6 +239,8 @@ class DeadLetterRow(_Result):
     incident_id: str | None = None
     kind_rule: str | None = None  # contract.KIND_RULES
     redrive_advice: str | None = None  # contract.REDRIVE_ADVICE
+    reason: str | None = None  # the ledger's outcome reason of the last attempt
+    loops: int = 0  # re-drive loops: earlier dates its business key was compensated on
 
 
 # What the dead-letter table may be sorted by (the read layer's names; dead_letters.SORT_SQL holds their SQL).
@@ -378,6 +381,8 @@ class CompensationRecord(_Result):
     last_error: str | None
     result: str | None
     airflow_run_id: str | None
+    reason: str | None = None  # the last outcome's normalised reason (docs/compensation.md "Outcome reasons")
+    loops: int = 0  # earlier dates its business key was compensated on (docs/compensation.md "Re-drive loops")
 
 
 @dataclasses.dataclass(frozen=True)

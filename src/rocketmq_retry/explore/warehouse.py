@@ -274,6 +274,8 @@ class Explorer:
                 "last_attempt_at": pa.array(columns["last_attempt_at"], pa.timestamp("us", tz="UTC")),
                 "last_error": pa.array(columns["last_error"], pa.string()),
                 "completed_at": pa.array(columns["completed_at"], pa.timestamp("us", tz="UTC")),
+                "reason": pa.array(columns["reason"], pa.string()),
+                "loops": pa.array(columns["loops"], pa.int32()),
             }
         )
         assert tuple(table.column_names) == STATE_COLUMNS

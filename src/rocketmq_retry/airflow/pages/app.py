@@ -25,6 +25,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import RedirectResponse, Response
 
 from rocketmq_retry.airflow.pages import guard
+from rocketmq_retry.airflow.pages.backlog import backlog_router
 from rocketmq_retry.airflow.pages.causes import causes_router
 from rocketmq_retry.airflow.pages.context import (
     SECURITY_HEADERS,
@@ -72,6 +73,7 @@ def create_pages_app(
         messages_router,
         groups_router,
         redrive_router,
+        backlog_router,
     )
     for router in routers:
         app.include_router(router(pages))

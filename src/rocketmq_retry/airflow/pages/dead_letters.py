@@ -85,6 +85,12 @@ def dead_letters_router(pages: Pages) -> APIRouter:
             code_words=contract.CAUSE_CODES,
             poison=WILL_FAIL_AGAIN,
             safe_sets=safe,
+            # the ledger's outcome reasons of the range (and group), each a link to its rows
+            reasons=pages.answer(
+                lambda: pages.explorer().locked(
+                    lambda ex: ex.ledger.reason_counts(first or result.date_from, last or result.date_to, filters.group)
+                )
+            ),
             redrivable=REDRIVABLE,
             may_redrive=may_redrive,
             csrf=guard.csrf_token(user.get_id()) if may_redrive else "",
@@ -124,15 +130,19 @@ class FilterQuery:
         kind: str | None = None,
         incident: str | None = None,
         advice: str | None = None,
+        reason: str | None = None,
     ) -> None:
         self.date_from, self.date_to = date_from, date_to
         self.group, self.topic, self.tag, self.key = group, topic, tag, key
         self.state, self.attribution = state, attribution
         self.cause, self.kind, self.incident, self.advice = cause, kind, incident, advice
+        self.reason = reason
 
     def form(self) -> dict[str, str]:
         """The values to show back in the filter form (escaped by the template)."""
-        fields = ("group", "topic", "tag", "key", "state", "attribution", "cause", "kind", "incident", "advice")
+        fields = (
+            "group", "topic", "tag", "key", "state", "attribution", "cause", "kind", "incident", "advice", "reason",
+        )  # fmt: skip
         return {name: getattr(self, name) or "" for name in fields}
 
     def filters(self) -> Any:
@@ -149,6 +159,7 @@ class FilterQuery:
             failure_kind=check_choice(self.kind, contract.FAILURE_KINDS, "kind"),
             incident_id=self.incident or None,
             redrive_advice=check_choice(self.advice, tuple(contract.REDRIVE_ADVICE), "advice"),
+            reason=self.reason or None,
         )
 
 
