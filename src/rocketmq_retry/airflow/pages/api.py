@@ -63,10 +63,15 @@ Advice = Literal[tuple(contract.REDRIVE_ADVICE)]  # type: ignore[valid-type]
 FinalState = Literal[contract.FINAL_STATES]  # type: ignore[valid-type]
 DeadLetterSort = Literal[(*DEAD_LETTER_SORTS, AGE)]  # type: ignore[valid-type]
 
-DateFrom = Annotated[str | None, Query(alias="from", description="first date, YYYY-MM-DD (none: no bound)")]
-DateTo = Annotated[str | None, Query(alias="to", description="last date, YYYY-MM-DD (none: no bound)")]
+EXAMPLE_DAY = "2026-11-20"  # the committed example day (examples/README.md)
+DateFrom = Annotated[
+    str | None, Query(alias="from", description="first date, YYYY-MM-DD (none: no bound)", examples=[EXAMPLE_DAY])
+]
+DateTo = Annotated[
+    str | None, Query(alias="to", description="last date, YYYY-MM-DD (none: no bound)", examples=[EXAMPLE_DAY])
+]
 Page = Annotated[int, Query(ge=1, le=MAX_PAGE, description="1-based")]
-DatePath = Annotated[str, Path(description="the partition date, YYYY-MM-DD")]
+DatePath = Annotated[str, Path(description="the partition date, YYYY-MM-DD", examples=[EXAMPLE_DAY])]
 
 ERRORS: dict[int | str, dict[str, Any]] = {
     400: {"model": Problem, "description": "a value the read layer refuses (a bad date, an empty date range)"},
@@ -114,14 +119,17 @@ def create_api_app(source: Callable[[], Source] = deployment_source, *, authenti
     app.include_router(api_router(pages))
 
     @app.get("/openapi.json", dependencies=pages.read, include_in_schema=False)
-    def openapi() -> Response:
-        return SafeJSON(app.openapi())
+    def openapi(request: Request) -> Response:
+        # The paths are relative to where Airflow mounts the API; "servers" says where that is, as FastAPI's own
+        # /openapi.json does, so a client generated from the document calls the right URLs.
+        root = request.scope.get("root_path", "").rstrip("/")
+        return SafeJSON({**app.openapi(), "servers": [{"url": root or "/"}]})
 
     return app
 
 
 def api_router(pages: Pages) -> APIRouter:
-    router = APIRouter(dependencies=pages.read, responses=ERRORS)
+    router = APIRouter(dependencies=[*pages.read, Depends(_known_parameters)], responses=ERRORS)
 
     def explorer() -> Any:
         return pages.explorer()
@@ -262,6 +270,29 @@ class DeadLetterQuery:
 
     def filters(self) -> DeadLetterFilter:
         return self._filter
+
+
+def _known_parameters(request: Request) -> None:
+    """A query parameter the route does not take is refused (422), not ignored: ``?stat=GAVE_UP`` for ``?state=``
+    would otherwise answer every dead letter as if they were the filtered ones."""
+    route = request.scope.get("route")
+    if route is None or not request.query_params:
+        return
+    known = _query_names(route)
+    unknown = sorted(set(request.query_params) - known)
+    if unknown:
+        raise RequestValidationError(
+            [
+                {"loc": ("query", name), "msg": f"unknown parameter; this route takes {', '.join(sorted(known))}"}
+                for name in unknown
+            ]
+        )
+
+
+def _query_names(route: Any) -> frozenset[str]:
+    from fastapi.dependencies.utils import get_flat_dependant
+
+    return frozenset(p.alias for p in get_flat_dependant(route.dependant).query_params)
 
 
 def _newest(pages: Pages) -> str:
