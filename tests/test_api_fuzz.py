@@ -190,3 +190,19 @@ def _print_figures(took: float) -> None:
     print(f"\nAPI fuzz: {sum(sum(c.values()) for c in SEEN.values())} requests in {took:.1f} s")
     for route in sorted(SEEN):
         print(f"  {route}: " + ", ".join(f"{k} x{v}" for k, v in sorted(SEEN[route].items())))
+
+
+def test_a_token_from_airflows_login_reads_the_api(airflow_app: Any) -> None:
+    """The flow docs/airflow.md "The JSON API" shows with curl: ``POST /auth/token`` with the simple auth
+    manager's user and password answers 201 with an access token, which then reads the API."""
+    from airflow.api_fastapi.auth.managers.simple.simple_auth_manager import SimpleAuthManager
+
+    client = TestClient(airflow_app)
+    password = SimpleAuthManager.get_passwords()["admin"]
+    login = client.post("/auth/token", json={"username": "admin", "password": password})
+    assert login.status_code == 201, login.text
+    token = login.json()["access_token"]
+    runs = client.get(f"{API}/runs", headers={"Authorization": f"Bearer {token}"})
+    assert runs.status_code == 200 and runs.json()["runs"][0]["date"] == lit.DAY
+    wrong = client.post("/auth/token", json={"username": "admin", "password": password + "x"})
+    assert wrong.status_code == 401

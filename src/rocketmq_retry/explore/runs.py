@@ -1,5 +1,5 @@
 """The dates the warehouse holds and how far each got (ingested, reconstructed, validated): the API's list of runs
-(docs/explore.md "The API"). The counts and the validation result are the run overview's own sections
+(docs/airflow.md "The JSON API"). The counts and the validation result are the run overview's own sections
 (``overview.group_states``, ``overview.validation``), so the list and a date's overview cannot disagree."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The operator's pages as JSON: ``/rocketmq-retry/api/v1/…`` (docs/explore.md "The API").
+"""The operator's pages as JSON: ``/rocketmq-retry/api/v1/…`` (docs/airflow.md "The JSON API").
 
 Each route calls the read layer exactly as its page does (``explore``: one query, two renderings) and returns the
 read layer's result as it is, so the OpenAPI document's schemas are the read layer's dataclasses. Nothing here
