@@ -11,6 +11,7 @@ import urllib.parse
 URL_PREFIX = "/rocketmq-retry"
 DOCS_ROUTE = "/data-docs"
 OPS_ROUTE = "/ops"
+API_ROUTE = "/api/v1"  # the pages as JSON (airflow/pages/api.py)
 XCOM_DOCS_PATH = "data_docs_path"  # path of the run's page relative to the Data Docs site
 RESOLVE_TASK = "resolve_run"  # the daily DAG's task whose XCom names the run's partition date and paths
 RUNS_DIR = "runs"  # the Data Docs site's folder of per-date run pages (and their JSON results)

@@ -18,7 +18,7 @@ from fastapi.responses import FileResponse, HTMLResponse, RedirectResponse, Resp
 
 from rocketmq_retry.airflow.dag_parts import DAG_ID
 from rocketmq_retry.airflow.links import DataDocsLink
-from rocketmq_retry.urls import DOCS_ROUTE, RUN_PAGE_RE, URL_PREFIX, run_url
+from rocketmq_retry.urls import API_ROUTE, DOCS_ROUTE, RUN_PAGE_RE, URL_PREFIX, run_url
 from rocketmq_retry.validation.docs_safety import SECURITY_HEADERS
 
 
@@ -90,13 +90,15 @@ def create_app(docs_dir: pathlib.Path | None = None, *, authenticate: bool = Tru
 
 
 def create_plugin_app() -> FastAPI:
-    """The Data Docs routes and the operator's pages (``airflow/pages/``) in one app under URL_PREFIX: Airflow
-    mounts each plugin app at its own prefix and the first matching mount wins, so a second app at
-    ``/rocketmq-retry/ops`` next to this one would never be reached."""
+    """The Data Docs routes, the operator's pages (``airflow/pages/``) and their JSON API in one app under
+    URL_PREFIX: Airflow mounts each plugin app at its own prefix and the first matching mount wins, so a second
+    app at ``/rocketmq-retry/ops`` (or ``/rocketmq-retry/api/v1``) next to this one would never be reached."""
     from rocketmq_retry.airflow.pages import OPS_ROUTE, create_pages_app
+    from rocketmq_retry.airflow.pages.api import create_api_app
 
     app = create_app()
     app.mount(OPS_ROUTE, create_pages_app())
+    app.mount(API_ROUTE, create_api_app())
     return app
 
 
