@@ -253,6 +253,9 @@ class DeadLetterQuery:
         kind: FailureKind | None = None,
         incident: str | None = None,
         advice: Advice | None = None,
+        reason: Annotated[
+            str | None, Query(description="the ledger's outcome reason: ok, http_5xx, handler_exception:<class>, …")
+        ] = None,
     ) -> None:
         self.date_from, self.date_to = date_from, date_to
         self._filter = DeadLetterFilter(
@@ -266,6 +269,7 @@ class DeadLetterQuery:
             failure_kind=kind,
             incident_id=incident or None,
             redrive_advice=advice,
+            reason=reason or None,
         )
 
     def filters(self) -> DeadLetterFilter:
