@@ -53,6 +53,13 @@ SPRING = [
     ),
     # the banner again (the application restarted into the same file)
     (" :: Spring Boot ::        (v2.7.18)", "ignored", None, BANNER),
+    # an offset without its colon (a pattern's "Z" instead of Boot's "XXX") is a valid head and time
+    (
+        "2026-11-21T23:25:09.500+0000  INFO 12345 --- [main] o.s.b.StartupInfoLogger : Started App",
+        "ignored",
+        None,
+        "o.s.b.StartupInfoLogger INFO",
+    ),
     # a logger with brackets that is not a name is still a damaged head
     ("2026-11-21T23:25:10.000Z  INFO 12345 --- [main] o.a.[Tomcat.§ : x", "quarantined", MALFORMED, None),
 ]
