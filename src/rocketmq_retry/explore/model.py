@@ -322,6 +322,7 @@ class EvidenceLine(_Result):
     client_host: str | None
     broker: str | None
     detail: str | None
+    date: str | None = None  # the events partition the line was read from (a line is its date's and its id's)
 
 
 @dataclasses.dataclass(frozen=True)
