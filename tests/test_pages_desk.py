@@ -181,3 +181,22 @@ def test_search_by_prefix_in_any_case(client: TestClient) -> None:
     assert found("9f86d081") == []  # the middle of a key is not its start
     html = client.get("/messages", params={"q": "ORD-2611210"}).text
     assert '<p class="muted" id="found-count">50 lifecycles match <q>ORD-2611210</q>' in html
+
+
+@pytest.mark.parametrize("path", ["/%00", "/static/ops.css%00", "/no-such-page", "/dead-letters/x"])
+def test_an_unknown_path_gets_the_pages_error_page(client: TestClient, path: str) -> None:
+    # was Starlette's {"detail":"Not Found"}: the router's own 404 is no FastAPI HTTPException
+    answer = client.get(path)
+    assert answer.status_code == 404 and answer.headers["content-type"].startswith("text/html")
+    assert '<p class="error" id="error-detail">Not Found</p>' in answer.text
+    assert answer.headers["content-security-policy"].startswith("default-src 'none'")
+    # an API client keeps the JSON shape
+    assert client.get(path, headers={"accept": "application/json"}).json() == {"detail": "Not Found"}
+
+
+def test_a_nul_byte_in_a_path_or_parameter_is_no_server_error(client: TestClient) -> None:
+    assert client.get("/messages/abc%00").status_code == 404
+    assert client.get(f"/runs/{DAY}%00").status_code == 400
+    for params in ({"group": "\x00"}, {"key": "\x00x"}):
+        assert client.get("/dead-letters", params=params).status_code == 200
+    assert client.get("/messages", params={"q": "\x00"}).status_code == 200
