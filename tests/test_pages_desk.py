@@ -200,3 +200,51 @@ def test_a_nul_byte_in_a_path_or_parameter_is_no_server_error(client: TestClient
     for params in ({"group": "\x00"}, {"key": "\x00x"}):
         assert client.get("/dead-letters", params=params).status_code == 200
     assert client.get("/messages", params={"q": "\x00"}).status_code == 200
+
+
+def _trend_site(root: pathlib.Path, warning_only: bool) -> TestClient:
+    """Three committed days of GID_a in the last 14 (2, 0 and 3 dead letters of 4 lifecycles each) and a
+    validation result of the last day with warnings only (or a critical failure)."""
+    import json
+
+    from test_pages_support import write_table
+
+    warehouse, gx = root / "warehouse", root / "gx"
+    for ds, dead in (("2026-11-08", 2), ("2026-11-18", 0), (DAY, 3)):
+        rows = [
+            {"consumer_group": "GID_a", "msg_id": f"M{ds}{i}", "original_topic": "T", "anomalies": [],
+             "final_state": "DEAD_LETTERED" if i < dead else "CONSUMED", "attribution": ["line"]}
+            for i in range(4)
+        ]  # fmt: skip
+        write_table(warehouse, "lifecycles", ds, rows)
+    write_table(warehouse, "lifecycles", "2026-11-01", [{"consumer_group": "GID_a", "msg_id": "OLD",
+                "final_state": "DEAD_LETTERED", "anomalies": [], "attribution": ["line"]}])  # fmt: skip
+    config = root / "c.yaml"
+    config.write_text(f"validation: {{context_root: {json.dumps(str(gx))}}}\n", encoding="utf-8")
+    runs = gx / "gx" / "uncommitted" / "data_docs" / "local_site" / "runs"
+    runs.mkdir(parents=True)
+    result = {"ds": DAY, "warehouse": str(warehouse), "success": warning_only, "evaluated": 30,
+              "critical_failures": [] if warning_only else ["lifecycles.key_unique"],
+              "warning_failures": ["unattributed.none"]}  # fmt: skip
+    (runs / f"dt={DAY}.json").write_text(json.dumps(result), encoding="utf-8")
+    return html_client(warehouse, config)
+
+
+def test_overview_trend_of_the_last_14_days_per_group(tmp_path: pathlib.Path) -> None:
+    html = _trend_site(tmp_path, warning_only=True).get(f"/runs/{DAY}").text
+    cell = html.split('<td class="trend"', 1)[1].split("</td>", 1)[0]
+    # 2026-11-08..2026-11-21: 11-01 is outside the window; a day without a partition is no zero
+    assert (
+        'title="dead letters a day of GID_a, 2026-11-08..2026-11-21: 2, –, –, –, –, –, –, –, –, –, 0, –, –, 3"' in cell
+    )
+    assert cell.count('<circle class="dot"') == 3
+    assert 'href="/groups?to=2026-11-21"' in cell
+    assert "3 today, 1 a day before" in cell  # the mean of the earlier committed days of the window
+
+
+def test_overview_says_the_validation_in_one_vocabulary(tmp_path: pathlib.Path) -> None:
+    # was "passed" in green next to a warning (the Data Docs said "passed with warnings", the index "Failed")
+    warned = _trend_site(tmp_path / "w", warning_only=True).get(f"/runs/{DAY}").text
+    assert re.search(r'id="validation-status" class="warn">\s*passed with warnings', warned)
+    failed = _trend_site(tmp_path / "f", warning_only=False).get(f"/runs/{DAY}").text
+    assert re.search(r'id="validation-status" class="bad">\s*failed', failed)
