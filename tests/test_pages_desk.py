@@ -111,6 +111,17 @@ def test_long_values_are_whole_in_the_title_and_the_rows_detail(client: TestClie
     assert '<th class="c-date"' in two_days
 
 
+def test_dlq_time_to_the_second_and_msg_ids_cut_at_their_start(client: TestClient) -> None:
+    # was 2026-11-21T05:45:42+00:00 cut after the T: one date's page shows the time, a range's the date too
+    one_day = _page(client, sort="dlq_at", dir="desc", page_size=1)
+    assert '<td class="cut" title="2026-11-21T05:45:42Z">05:45:42</td>' in one_day
+    two_days = _page(client, sort="dlq_at", dir="desc", page_size=1, **{"from": "2026-11-20", "to": DAY})
+    assert '<td class="cut" title="2026-11-21T05:45:42Z">2026-11-21 05:45:42</td>' in two_days
+    # every msg_id of the page starts 0A00023727274624: its end tells them apart, so that is the end shown
+    assert f'<td class="cut tail" dir="rtl" title="{desk.RETRIED}"><a href=' in one_day
+    assert f'<bdi dir="ltr">{desk.RETRIED}</bdi></a></td>' in one_day
+
+
 def test_date_filters_are_iso_text(client: TestClient) -> None:
     for url in ("/dead-letters", f"/messages?q=x&from={DAY}&to={DAY}", f"/groups?to={DAY}"):
         html = client.get(url).text

@@ -66,6 +66,12 @@ LAYOUT = """(() => {
     keysTitle: keys.title,
     lastColumnRight: doc.querySelector('#dead-letters thead th:last-child').getBoundingClientRect().right,
     errWidth: doc.querySelector('#dead-letters thead th.c-err').getBoundingClientRect().width,
+    // the msg_id cell shows the id's end (cut at its start): the id's right edge inside the cell, its left out
+    idEndShown: (() => {
+      const td = doc.querySelector('#dead-letters tbody tr[data-msg-id] td.tail');
+      const id = td.querySelector('bdi').getBoundingClientRect(), cell = td.getBoundingClientRect();
+      return id.right <= cell.right && id.left < cell.left;
+    })(),
   };
 })()"""
 
@@ -84,6 +90,7 @@ def test_dead_letters_fit_1280_by_800(server: str, page: Page, shots: pathlib.Pa
     assert layout["pageWidth"] <= WIDTH, layout  # every column on screen, the last error too
     assert layout["lastColumnRight"] <= WIDTH and layout["errWidth"] >= 120, layout
     assert layout["keysCut"] and layout["keysTitle"] == f"{desk.long_keys(1)} (ORD-261121000001)"
+    assert layout["idEndShown"], layout
     assert page.eval("document.querySelector('#filters input[name=from]').type") == "text"
     page.screenshot(shots / "desk-dead-letters-1280x800.png")
     # scrolled down, the header stays at the top of the window
