@@ -157,6 +157,12 @@ def test_overview_cards_lead_to_their_lists_and_errors_look_like_the_pages(
         *(f"/runs/{DAY}/lifecycles?state={s}" for s in ("CONSUMED", "DEAD_LETTERED", "IN_RETRY", "DROPPED", "UNKNOWN")),
         f"/dead-letters?from={DAY}&to={DAY}",
     ]
+    # the groups table with each group's last 14 days fits: a long group name is cut, whole in its title
+    fit = page.eval(
+        "({width: document.documentElement.scrollWidth, trends: document.querySelectorAll('td.trend svg').length,"
+        " name: document.querySelector('#groups a.cut-name').title})"
+    )
+    assert fit == {"width": fit["width"], "trends": 2, "name": desk.GROUP} and fit["width"] <= WIDTH, fit
     page.screenshot(shots / "desk-overview-1280x800.png")
     page.eval("document.getElementById('card-DEAD_LETTERED').click()")
     page.wait_for("Page.loadEventFired")
