@@ -259,3 +259,26 @@ def test_overview_says_the_validation_in_one_vocabulary(tmp_path: pathlib.Path) 
     assert re.search(r'id="validation-status" class="warn">\s*passed with warnings', warned)
     failed = _trend_site(tmp_path / "f", warning_only=False).get(f"/runs/{DAY}").text
     assert re.search(r'id="validation-status" class="bad">\s*failed', failed)
+
+
+def test_the_csv_export_writes_no_live_formula(tmp_path: pathlib.Path) -> None:
+    """The issue's key, through the page's own export: a spreadsheet shows it as logged, never runs it."""
+    import csv
+    import io
+
+    from test_pages_support import write_table
+
+    hyperlink = '=HYPERLINK("http://evil.example/")'
+    letter = {"consumer_group": "@G", "msg_id": "M1", "original_topic": "-T", "keys": hyperlink, "tags": "+t",
+              "business_key": "\tBK", "compensable": True, "dlq_inferred": False, "attribution": ["line"],
+              "evidence": [], "dlq_at": dt.datetime(2026, 11, 21, 1, tzinfo=dt.UTC), "reconsume_times": 16}  # fmt: skip
+    write_table(tmp_path / "warehouse", "dead_letters", DAY, [letter])
+    write_table(tmp_path / "warehouse", "lifecycles", DAY, [{"consumer_group": "@G", "msg_id": "M1",
+                "final_state": "DEAD_LETTERED", "anomalies": [], "attribution": ["line"]}])  # fmt: skip
+    answer = html_client(tmp_path / "warehouse", None).get("/dead-letters.csv", params={"from": DAY, "to": DAY})
+    assert answer.status_code == 200
+    header, row = list(csv.reader(io.StringIO(answer.text, newline="")))
+    cells = dict(zip(header, row, strict=True))
+    assert cells["keys"] == "'" + hyperlink and cells["consumer_group"] == "'@G"
+    assert cells["topic"] == "'-T" and cells["tag"] == "'+t" and cells["business_key"] == "'\tBK"
+    assert cells["msg_id"] == "M1" and cells["reconsume_times"] == "16"  # a number stays a number
