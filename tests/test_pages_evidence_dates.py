@@ -135,3 +135,15 @@ def test_an_offset_msg_id_finds_the_date_of_its_line(warehouse: pathlib.Path) ->
     # was both dates: the 2026-11-21 hop cites the id the 2026-11-20 line with OFF-2026-11-20 has
     assert [(f.date, f.matched_by) for f in ex.find(f"OFF-{D1}", None, None)] == [(D1, "offset_msg_id")]
     assert [(f.date, f.matched_by) for f in ex.find(f"OFF-{D2}", None, None)] == [(D2, "offset_msg_id")]
+
+
+def test_another_dates_lifecycle_of_the_msg_id_is_not_this_story(client: TestClient) -> None:
+    # was D1's failure line ('2') on D2's page, and both dates as "its" dates: two lifecycles of one msg_id, each
+    # first seen on its own date, are two stories (a lifecycle carried across midnight keeps its first_seen)
+    assert _failure_lines(client) == ["8"]
+    html = client.get(f"/messages/{MSG}").text
+    assert f'<tr><th>dates</th><td><a href="/runs/{D2}">{D2}</a> </td></tr>' in html
+    # the search lists both, each linked to its own date's story
+    found = client.get("/messages", params={"q": MSG}).text
+    for ds in (D2, D1):
+        assert f'href="/messages/{MSG}?group={GROUP}&amp;from={ds}&amp;to={ds}"' in found

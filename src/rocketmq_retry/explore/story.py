@@ -102,9 +102,18 @@ def stories(ex: Explorer, msg_id: str, group: str | None, date_from: object, dat
     seen_on: dict[tuple[str, str], list[str]] = {}
     for r in rows:  # newest date first
         key = (r["consumer_group"], r["msg_id"])
-        newest.setdefault(key, r)
-        seen_on.setdefault(key, []).append(r["dt"])
+        if same_lifecycle(newest.setdefault(key, r), r):
+            seen_on.setdefault(key, []).append(r["dt"])
     return [_story(ex, newest[k], sorted(seen_on[k], reverse=True)) for k in sorted(newest)]
+
+
+def same_lifecycle(newest: dict[str, Any], row: dict[str, Any]) -> bool:
+    """Whether an earlier date's row of the msg_id is the newest row's lifecycle, written again by the date it
+    carried on to (its first_seen is the same: docs/reconstruction.md "Dates and look-back"), or another
+    lifecycle of the same msg_id (dead-lettered, re-sent and consumed again days later), whose hops, dead letter
+    and failures are not this story's. Without a first_seen on either row nothing tells them apart: the same."""
+    first, other = newest["first_seen"], row["first_seen"]
+    return first is None or other is None or first == other
 
 
 def _lifecycles(ex: Explorer, msg_ids: list[str], group: str | None, dates: list[str]) -> list[dict[str, Any]]:
