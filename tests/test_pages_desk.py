@@ -282,3 +282,11 @@ def test_the_csv_export_writes_no_live_formula(tmp_path: pathlib.Path) -> None:
     assert cells["keys"] == "'" + hyperlink and cells["consumer_group"] == "'@G"
     assert cells["topic"] == "'-T" and cells["tag"] == "'+t" and cells["business_key"] == "'\tBK"
     assert cells["msg_id"] == "M1" and cells["reconsume_times"] == "16"  # a number stays a number
+
+
+def test_the_lifecycles_list_shows_times_to_the_second_and_msg_id_ends(client: TestClient) -> None:
+    html = client.get(f"/runs/{DAY}/lifecycles", params={"group": desk.GROUP}).text
+    row = html.split(f'<tr data-msg-id="{desk.RETRIED}">', 1)[1].split("</tr>", 1)[0]
+    assert f'<td class="cut tail" dir="rtl" title="{desk.RETRIED}">' in row
+    assert '<td class="cut" title="2026-11-21T01:00:00Z">2026-11-21 01:00:00</td>' in row  # was ...T01:00:00Z cut
+    assert '<td class="cut" title="2026-11-21T05:45:42Z">2026-11-21 05:45:42</td>' in row
