@@ -116,7 +116,8 @@ def test_dlq_time_to_the_second_and_msg_ids_cut_at_their_start(client: TestClien
     one_day = _page(client, sort="dlq_at", dir="desc", page_size=1)
     assert '<td class="cut" title="2026-11-21T05:45:42Z">05:45:42</td>' in one_day
     two_days = _page(client, sort="dlq_at", dir="desc", page_size=1, **{"from": "2026-11-20", "to": DAY})
-    assert '<td class="cut" title="2026-11-21T05:45:42Z">2026-11-21 05:45:42</td>' in two_days
+    assert '<td class="cut" title="2026-11-21T05:45:42Z">05:45:42</td>' in two_days  # the date column has the date
+    assert '<col class="w-clock">' in two_days
     # every msg_id of the page starts 0A00023727274624: its end tells them apart, so that is the end shown
     assert f'<td class="cut tail" dir="rtl" title="{desk.RETRIED}"><a href=' in one_day
     assert f'<bdi dir="ltr">{desk.RETRIED}</bdi></a></td>' in one_day
@@ -290,3 +291,19 @@ def test_the_lifecycles_list_shows_times_to_the_second_and_msg_id_ends(client: T
     assert f'<td class="cut tail" dir="rtl" title="{desk.RETRIED}">' in row
     assert '<td class="cut" title="2026-11-21T01:00:00Z">2026-11-21 01:00:00</td>' in row  # was ...T01:00:00Z cut
     assert '<td class="cut" title="2026-11-21T05:45:42Z">2026-11-21 05:45:42</td>' in row
+
+
+def test_a_dlq_time_of_another_utc_date_than_its_partition_is_whole(tmp_path: pathlib.Path) -> None:
+    """A partition date in Asia/Shanghai holds DLQ moves of the UTC day before: the time alone would say the
+    wrong day."""
+    from test_pages_support import write_table
+
+    late = {"consumer_group": "G", "msg_id": "M1", "original_topic": "T", "compensable": True,
+            "dlq_inferred": False, "attribution": ["line"], "evidence": [],
+            "dlq_at": dt.datetime(2026, 11, 20, 17, 30, tzinfo=dt.UTC)}  # fmt: skip
+    write_table(tmp_path / "warehouse", "dead_letters", DAY, [late])
+    write_table(tmp_path / "warehouse", "lifecycles", DAY, [{"consumer_group": "G", "msg_id": "M1",
+                "final_state": "DEAD_LETTERED", "anomalies": [], "attribution": ["line"]}])  # fmt: skip
+    html = html_client(tmp_path / "warehouse", None).get("/dead-letters", params={"from": DAY, "to": DAY}).text
+    assert '<td class="cut" title="2026-11-20T17:30:00Z">2026-11-20 17:30:00</td>' in html
+    assert '<col class="w-time">' in html

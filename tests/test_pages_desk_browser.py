@@ -172,6 +172,12 @@ def test_overview_cards_lead_to_their_lists_and_errors_look_like_the_pages(
         " width: document.documentElement.scrollWidth}; })()"
     )
     assert listed["n"] == 50 and listed["tallest"] <= ONE_LINE_PX and listed["width"] <= WIDTH, listed
+    # a time and a final state whole, not cut: "2026-11-21 01:00:00", "DEAD_LETTERED"
+    cut = page.eval(
+        "[...document.querySelectorAll('#lifecycles tbody tr[data-msg-id]:first-child td')]"
+        ".filter(td => td.scrollWidth > td.clientWidth).map(td => td.cellIndex)"
+    )
+    assert 3 in cut and not {4, 5, 7, 8} & set(cut), cut  # the keys are cut, the times and states are not
     page.screenshot(shots / "desk-lifecycles-1280x800.png")
     # a bad parameter: the pages' own error page (their header and stylesheet), not raw JSON
     page.open(f"{server}/dead-letters?page_size=5000")
