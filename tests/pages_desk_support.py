@@ -156,13 +156,38 @@ def refuse(letter: Any) -> str:
     raise RuntimeError(LONG_ERROR)
 
 
+# The 13 days before DAY, for the overview's and groups page's trends: per day, the lifecycles of each group and how
+# many of them were dead-lettered (a gap on the fourth day: no partition was committed that day).
+HISTORY = {i: (40, (2, 5, 3, 0, 6, 4, 9, 3, 2, 7, 5, 4, 6)[i - 1]) for i in range(1, 14) if i != 4}
+
+
+def history() -> dict[str, list[dict[str, Any]]]:
+    """Earlier days' lifecycles of both groups (msg_ids of their own, no keys: no search of the desk finds them)."""
+    out = {}
+    for back, (n, dead) in HISTORY.items():
+        ds = (dt.date.fromisoformat(DAY) - dt.timedelta(days=14 - back)).isoformat()
+        out[ds] = [
+            {"consumer_group": group, "msg_id": f"HIST-{ds}-{g}-{i:03d}", "original_topic": "shipments",
+             "final_state": "DEAD_LETTERED" if i < dead + g else "CONSUMED", "expected_final_state": "CONSUMED",
+             "anomalies": [], "attribution": ["line"]}
+            for g, group in enumerate((GROUP, "GID_refund_validator"))
+            for i in range(n)
+        ]  # fmt: skip
+    return out
+
+
 def build(root: pathlib.Path) -> tuple[pathlib.Path, pathlib.Path]:
-    """(warehouse, config) of the desk day, compensated."""
+    """(warehouse, config) of the desk day, compensated, and its groups' earlier days (``history``)."""
+    from test_pages_support import write_table
+
     dead = letters()
     transitions, events = transitions_and_events()
-    return build_site(
+    warehouse, config = build_site(
         root,
         {"dead_letters": dead, "lifecycles": lifecycles(dead), "transitions": transitions, "events": events},
         [{"topic": "shipments", "handler": "refund-api"}, {"handler": "warehouse-api"}],
         {"refund-api": "rocketmq_retry.compensation.handlers:log_only", "warehouse-api": "pages_desk_support:refuse"},
     )
+    for ds, rows in history().items():
+        write_table(warehouse, "lifecycles", ds, rows)
+    return warehouse, config

@@ -76,7 +76,7 @@ def test_json_story(capsys: pytest.CaptureFixture[str], built: dict[str, pathlib
         "event_type": "CONSUME_FAILED", "source": "rocketmq-client-4x",
         "source_file": "app1/logs/rocketmq_client.log", "line_no": 17, "topic": None, "reconsume_times": None,
         "delay_level": None, "thread": "ConsumeMessageThread_G1_1", "client_host": None, "broker": None,
-        "detail": None,
+        "detail": None, "date": "2026-11-20",
     }  # fmt: skip
     assert g1["dead_letter"]["compensation_state"] == "DONE" and g1["compensation"]["attempts"] == 2
     assert g1["expected_path"]["final"] == "DEAD_LETTERED" and stories[1]["dead_letter"] is None

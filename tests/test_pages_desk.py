@@ -111,6 +111,18 @@ def test_long_values_are_whole_in_the_title_and_the_rows_detail(client: TestClie
     assert '<th class="c-date"' in two_days
 
 
+def test_dlq_time_to_the_second_and_msg_ids_cut_at_their_start(client: TestClient) -> None:
+    # was 2026-11-21T05:45:42+00:00 cut after the T: one date's page shows the time, a range's the date too
+    one_day = _page(client, sort="dlq_at", dir="desc", page_size=1)
+    assert '<td class="cut" title="2026-11-21T05:45:42Z">05:45:42</td>' in one_day
+    two_days = _page(client, sort="dlq_at", dir="desc", page_size=1, **{"from": "2026-11-20", "to": DAY})
+    assert '<td class="cut" title="2026-11-21T05:45:42Z">05:45:42</td>' in two_days  # the date column has the date
+    assert '<col class="w-clock">' in two_days
+    # every msg_id of the page starts 0A00023727274624: its end tells them apart, so that is the end shown
+    assert f'<td class="cut tail" dir="rtl" title="{desk.RETRIED}"><a href=' in one_day
+    assert f'<bdi dir="ltr">{desk.RETRIED}</bdi></a></td>' in one_day
+
+
 def test_date_filters_are_iso_text(client: TestClient) -> None:
     for url in ("/dead-letters", f"/messages?q=x&from={DAY}&to={DAY}", f"/groups?to={DAY}"):
         html = client.get(url).text
@@ -181,3 +193,117 @@ def test_search_by_prefix_in_any_case(client: TestClient) -> None:
     assert found("9f86d081") == []  # the middle of a key is not its start
     html = client.get("/messages", params={"q": "ORD-2611210"}).text
     assert '<p class="muted" id="found-count">50 lifecycles match <q>ORD-2611210</q>' in html
+
+
+@pytest.mark.parametrize("path", ["/%00", "/static/ops.css%00", "/no-such-page", "/dead-letters/x"])
+def test_an_unknown_path_gets_the_pages_error_page(client: TestClient, path: str) -> None:
+    # was Starlette's {"detail":"Not Found"}: the router's own 404 is no FastAPI HTTPException
+    answer = client.get(path)
+    assert answer.status_code == 404 and answer.headers["content-type"].startswith("text/html")
+    assert '<p class="error" id="error-detail">Not Found</p>' in answer.text
+    assert answer.headers["content-security-policy"].startswith("default-src 'none'")
+    # an API client keeps the JSON shape
+    assert client.get(path, headers={"accept": "application/json"}).json() == {"detail": "Not Found"}
+
+
+def test_a_nul_byte_in_a_path_or_parameter_is_no_server_error(client: TestClient) -> None:
+    assert client.get("/messages/abc%00").status_code == 404
+    assert client.get(f"/runs/{DAY}%00").status_code == 400
+    for params in ({"group": "\x00"}, {"key": "\x00x"}):
+        assert client.get("/dead-letters", params=params).status_code == 200
+    assert client.get("/messages", params={"q": "\x00"}).status_code == 200
+
+
+def _trend_site(root: pathlib.Path, warning_only: bool) -> TestClient:
+    """Three committed days of GID_a in the last 14 (2, 0 and 3 dead letters of 4 lifecycles each) and a
+    validation result of the last day with warnings only (or a critical failure)."""
+    import json
+
+    from test_pages_support import write_table
+
+    warehouse, gx = root / "warehouse", root / "gx"
+    for ds, dead in (("2026-11-08", 2), ("2026-11-18", 0), (DAY, 3)):
+        rows = [
+            {"consumer_group": "GID_a", "msg_id": f"M{ds}{i}", "original_topic": "T", "anomalies": [],
+             "final_state": "DEAD_LETTERED" if i < dead else "CONSUMED", "attribution": ["line"]}
+            for i in range(4)
+        ]  # fmt: skip
+        write_table(warehouse, "lifecycles", ds, rows)
+    write_table(warehouse, "lifecycles", "2026-11-01", [{"consumer_group": "GID_a", "msg_id": "OLD",
+                "final_state": "DEAD_LETTERED", "anomalies": [], "attribution": ["line"]}])  # fmt: skip
+    config = root / "c.yaml"
+    config.write_text(f"validation: {{context_root: {json.dumps(str(gx))}}}\n", encoding="utf-8")
+    runs = gx / "gx" / "uncommitted" / "data_docs" / "local_site" / "runs"
+    runs.mkdir(parents=True)
+    result = {"ds": DAY, "warehouse": str(warehouse), "success": warning_only, "evaluated": 30,
+              "critical_failures": [] if warning_only else ["lifecycles.key_unique"],
+              "warning_failures": ["unattributed.none"]}  # fmt: skip
+    (runs / f"dt={DAY}.json").write_text(json.dumps(result), encoding="utf-8")
+    return html_client(warehouse, config)
+
+
+def test_overview_trend_of_the_last_14_days_per_group(tmp_path: pathlib.Path) -> None:
+    html = _trend_site(tmp_path, warning_only=True).get(f"/runs/{DAY}").text
+    cell = html.split('<td class="trend"', 1)[1].split("</td>", 1)[0]
+    # 2026-11-08..2026-11-21: 11-01 is outside the window; a day without a partition is no zero
+    assert (
+        'title="dead letters a day of GID_a, 2026-11-08..2026-11-21: 2, –, –, –, –, –, –, –, –, –, 0, –, –, 3"' in cell
+    )
+    assert cell.count('<circle class="dot"') == 3
+    assert 'href="/groups?to=2026-11-21"' in cell
+    assert "3 today, 1 a day before" in cell  # the mean of the earlier committed days of the window
+
+
+def test_overview_says_the_validation_in_one_vocabulary(tmp_path: pathlib.Path) -> None:
+    # was "passed" in green next to a warning (the Data Docs said "passed with warnings", the index "Failed")
+    warned = _trend_site(tmp_path / "w", warning_only=True).get(f"/runs/{DAY}").text
+    assert re.search(r'id="validation-status" class="warn">\s*passed with warnings', warned)
+    failed = _trend_site(tmp_path / "f", warning_only=False).get(f"/runs/{DAY}").text
+    assert re.search(r'id="validation-status" class="bad">\s*failed', failed)
+
+
+def test_the_csv_export_writes_no_live_formula(tmp_path: pathlib.Path) -> None:
+    """The issue's key, through the page's own export: a spreadsheet shows it as logged, never runs it."""
+    import csv
+    import io
+
+    from test_pages_support import write_table
+
+    hyperlink = '=HYPERLINK("http://evil.example/")'
+    letter = {"consumer_group": "@G", "msg_id": "M1", "original_topic": "-T", "keys": hyperlink, "tags": "+t",
+              "business_key": "\tBK", "compensable": True, "dlq_inferred": False, "attribution": ["line"],
+              "evidence": [], "dlq_at": dt.datetime(2026, 11, 21, 1, tzinfo=dt.UTC), "reconsume_times": 16}  # fmt: skip
+    write_table(tmp_path / "warehouse", "dead_letters", DAY, [letter])
+    write_table(tmp_path / "warehouse", "lifecycles", DAY, [{"consumer_group": "@G", "msg_id": "M1",
+                "final_state": "DEAD_LETTERED", "anomalies": [], "attribution": ["line"]}])  # fmt: skip
+    answer = html_client(tmp_path / "warehouse", None).get("/dead-letters.csv", params={"from": DAY, "to": DAY})
+    assert answer.status_code == 200
+    header, row = list(csv.reader(io.StringIO(answer.text, newline="")))
+    cells = dict(zip(header, row, strict=True))
+    assert cells["keys"] == "'" + hyperlink and cells["consumer_group"] == "'@G"
+    assert cells["topic"] == "'-T" and cells["tag"] == "'+t" and cells["business_key"] == "'\tBK"
+    assert cells["msg_id"] == "M1" and cells["reconsume_times"] == "16"  # a number stays a number
+
+
+def test_the_lifecycles_list_shows_times_to_the_second_and_msg_id_ends(client: TestClient) -> None:
+    html = client.get(f"/runs/{DAY}/lifecycles", params={"group": desk.GROUP}).text
+    row = html.split(f'<tr data-msg-id="{desk.RETRIED}">', 1)[1].split("</tr>", 1)[0]
+    assert f'<td class="cut tail" dir="rtl" title="{desk.RETRIED}">' in row
+    assert '<td class="cut" title="2026-11-21T01:00:00Z">2026-11-21 01:00:00</td>' in row  # was ...T01:00:00Z cut
+    assert '<td class="cut" title="2026-11-21T05:45:42Z">2026-11-21 05:45:42</td>' in row
+
+
+def test_a_dlq_time_of_another_utc_date_than_its_partition_is_whole(tmp_path: pathlib.Path) -> None:
+    """A partition date in Asia/Shanghai holds DLQ moves of the UTC day before: the time alone would say the
+    wrong day."""
+    from test_pages_support import write_table
+
+    late = {"consumer_group": "G", "msg_id": "M1", "original_topic": "T", "compensable": True,
+            "dlq_inferred": False, "attribution": ["line"], "evidence": [],
+            "dlq_at": dt.datetime(2026, 11, 20, 17, 30, tzinfo=dt.UTC)}  # fmt: skip
+    write_table(tmp_path / "warehouse", "dead_letters", DAY, [late])
+    write_table(tmp_path / "warehouse", "lifecycles", DAY, [{"consumer_group": "G", "msg_id": "M1",
+                "final_state": "DEAD_LETTERED", "anomalies": [], "attribution": ["line"]}])  # fmt: skip
+    html = html_client(tmp_path / "warehouse", None).get("/dead-letters", params={"from": DAY, "to": DAY}).text
+    assert '<td class="cut" title="2026-11-20T17:30:00Z">2026-11-20 17:30:00</td>' in html
+    assert '<col class="w-time">' in html

@@ -66,6 +66,12 @@ LAYOUT = """(() => {
     keysTitle: keys.title,
     lastColumnRight: doc.querySelector('#dead-letters thead th:last-child').getBoundingClientRect().right,
     errWidth: doc.querySelector('#dead-letters thead th.c-err').getBoundingClientRect().width,
+    // the msg_id cell shows the id's end (cut at its start): the id's right edge inside the cell, its left out
+    idEndShown: (() => {
+      const td = doc.querySelector('#dead-letters tbody tr[data-msg-id] td.tail');
+      const id = td.querySelector('bdi').getBoundingClientRect(), cell = td.getBoundingClientRect();
+      return id.right <= cell.right && id.left < cell.left;
+    })(),
   };
 })()"""
 
@@ -84,6 +90,7 @@ def test_dead_letters_fit_1280_by_800(server: str, page: Page, shots: pathlib.Pa
     assert layout["pageWidth"] <= WIDTH, layout  # every column on screen, the last error too
     assert layout["lastColumnRight"] <= WIDTH and layout["errWidth"] >= 120, layout
     assert layout["keysCut"] and layout["keysTitle"] == f"{desk.long_keys(1)} (ORD-261121000001)"
+    assert layout["idEndShown"], layout
     assert page.eval("document.querySelector('#filters input[name=from]').type") == "text"
     page.screenshot(shots / "desk-dead-letters-1280x800.png")
     # scrolled down, the header stays at the top of the window
@@ -150,6 +157,12 @@ def test_overview_cards_lead_to_their_lists_and_errors_look_like_the_pages(
         *(f"/runs/{DAY}/lifecycles?state={s}" for s in ("CONSUMED", "DEAD_LETTERED", "IN_RETRY", "DROPPED", "UNKNOWN")),
         f"/dead-letters?from={DAY}&to={DAY}",
     ]
+    # the groups table with each group's last 14 days fits: a long group name is cut, whole in its title
+    fit = page.eval(
+        "({width: document.documentElement.scrollWidth, trends: document.querySelectorAll('td.trend svg').length,"
+        " name: document.querySelector('#groups a.cut-name').title})"
+    )
+    assert fit == {"width": fit["width"], "trends": 2, "name": desk.GROUP} and fit["width"] <= WIDTH, fit
     page.screenshot(shots / "desk-overview-1280x800.png")
     page.eval("document.getElementById('card-DEAD_LETTERED').click()")
     page.wait_for("Page.loadEventFired")
@@ -159,6 +172,12 @@ def test_overview_cards_lead_to_their_lists_and_errors_look_like_the_pages(
         " width: document.documentElement.scrollWidth}; })()"
     )
     assert listed["n"] == 50 and listed["tallest"] <= ONE_LINE_PX and listed["width"] <= WIDTH, listed
+    # a time and a final state whole, not cut: "2026-11-21 01:00:00", "DEAD_LETTERED"
+    cut = page.eval(
+        "[...document.querySelectorAll('#lifecycles tbody tr[data-msg-id]:first-child td')]"
+        ".filter(td => td.scrollWidth > td.clientWidth).map(td => td.cellIndex)"
+    )
+    assert 3 in cut and not {4, 5, 7, 8} & set(cut), cut  # the keys are cut, the times and states are not
     page.screenshot(shots / "desk-lifecycles-1280x800.png")
     # a bad parameter: the pages' own error page (their header and stylesheet), not raw JSON
     page.open(f"{server}/dead-letters?page_size=5000")

@@ -286,11 +286,16 @@ def failed_attempts(
         "QUALIFY row_number() OVER (PARTITION BY reconsume_times, failed_at, cause ORDER BY dt DESC) = 1), "
         f"c AS (SELECT * FROM ({causes}) WHERE consumer_group = ? "
         "QUALIFY row_number() OVER (PARTITION BY fingerprint ORDER BY dt DESC) = 1), "
-        f"e AS (SELECT event_id, any_value(source_file) AS source_file, any_value(line_no) AS line_no FROM ({events}) "
-        "WHERE event_id IN (SELECT event_id FROM f) GROUP BY event_id) "
+        # a line is joined on its date and its id, never its id alone (ids repeat across dates: story.py
+        # _evidence_rows): the failure's own date's line, else the nearest date before it
+        f"e AS (SELECT dt AS line_dt, event_id, source_file, line_no FROM ({events}) "
+        "WHERE event_id IN (SELECT event_id FROM f)) "
         "SELECT f.*, c.root_cause_class, c.exception_class, c.normalised_message, c.app_frame, "
         "e.source_file, e.line_no FROM f LEFT JOIN c ON c.fingerprint = f.cause "
-        "LEFT JOIN e ON e.event_id = f.event_id ORDER BY f.failed_at NULLS LAST, f.reconsume_times",
+        "LEFT JOIN e ON e.event_id = f.event_id AND e.line_dt <= f.dt "
+        "QUALIFY row_number() OVER (PARTITION BY f.dt, f.reconsume_times, f.failed_at, f.cause "
+        "ORDER BY e.line_dt DESC NULLS LAST, e.source_file, e.line_no) = 1 "
+        "ORDER BY f.failed_at NULLS LAST, f.reconsume_times",
         [*fp, group, msg_id, *cp, group, *ep],
         cur,
     )

@@ -164,6 +164,8 @@ class ValidationStatus(_Result):
     warning_failures: list[str]
     docs_page: str  # relative to the Data Docs site root, e.g. ``runs/dt=2026-11-20.html``
     docs_root: str  # absolute path of the Data Docs site the page lives in
+    # passed / passed with warnings / failed (validation/status.py, the words every page uses); None: not recorded
+    status: str | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -185,6 +187,9 @@ class RunOverview(_Result):
     top_causes: list[CauseSummary] = dataclasses.field(default_factory=list)
     open_incidents: list[Incident] = dataclasses.field(default_factory=list)
     failures: int = 0  # failed deliveries of the date (rows of failures/)
+    # per group of the date, its lifecycles and dead letters on each of the TREND_DAYS days up to the date
+    # (explore/groups.py's DailyRate; a day without a partition has no rate, never a zero)
+    trends: dict[str, list[DailyRate]] = dataclasses.field(default_factory=dict)
 
 
 # --- dead letters ---------------------------------------------------------------------------------------------
@@ -325,6 +330,7 @@ class EvidenceLine(_Result):
     client_host: str | None
     broker: str | None
     detail: str | None
+    date: str | None = None  # the events partition the line was read from (a line is its date's and its id's)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -3,6 +3,7 @@ reconciliation gaps, unattributed lines, ingest accounting and the validation re
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import pathlib
 from typing import TYPE_CHECKING, Any
@@ -12,9 +13,11 @@ import duckdb
 from rocketmq_retry import contract
 from rocketmq_retry.dates import partition_date
 from rocketmq_retry.explore.causes import overview_causes
+from rocketmq_retry.explore.groups import daily_rates
 from rocketmq_retry.explore.model import (
     AnomalyExample,
     AnomalySummary,
+    DailyRate,
     FileNotRead,
     GroupStates,
     IngestAccounting,
@@ -26,12 +29,14 @@ from rocketmq_retry.explore.model import (
 )
 from rocketmq_retry.explore.values import opt_int, utc
 from rocketmq_retry.urls import run_file, run_page
+from rocketmq_retry.validation.status import status
 
 if TYPE_CHECKING:
     from rocketmq_retry.explore.warehouse import Explorer
 
 CAUSES = contract.RECONCILIATION_CAUSES
 EXAMPLES_PER_ANOMALY = 5
+TREND_DAYS = 14  # the overview's comparison with earlier days: the last two weeks of each group
 
 
 def run_overview(ex: Explorer, date: object) -> RunOverview:
@@ -49,6 +54,7 @@ def run_overview(ex: Explorer, date: object) -> RunOverview:
         unplaced = unattributed(ex, cur, ds)
         ingest = ingest_accounting(ex, cur, ds)
         top_causes, open_incidents, failures = overview_causes(ex, cur, ds)
+        trends = group_trends(ex, cur, ds, [g.consumer_group for g in groups])
     finally:
         cur.close()
     totals = {s: sum(g.final_states[s] for g in groups) for s in contract.FINAL_STATES}
@@ -68,7 +74,28 @@ def run_overview(ex: Explorer, date: object) -> RunOverview:
         top_causes=top_causes,
         open_incidents=open_incidents,
         failures=failures,
+        trends=trends,
     )
+
+
+def group_trends(
+    ex: Explorer, cur: duckdb.DuckDBPyConnection, ds: str, groups: list[str]
+) -> dict[str, list[DailyRate]]:
+    """Each of ``groups``' lifecycles and dead letters on the TREND_DAYS days up to ``ds``, from the committed
+    lifecycles partitions of those days (the groups page's counts)."""
+    end = dt.date.fromisoformat(ds)
+    window = [(end - dt.timedelta(days=i)).isoformat() for i in range(TREND_DAYS - 1, -1, -1)]
+    present = ex._dates_in(window[0], ds)
+    counts = {(r["dt"], r["consumer_group"]): r for r in daily_rates(ex, cur, sorted(present))}
+    out: dict[str, list[DailyRate]] = {}
+    for group in groups:
+        days = []
+        for day in window:
+            r = counts.get((day, group))
+            n, dl = (int(r["n"]), int(r["dl"])) if r else (0, 0)
+            days.append(DailyRate(date=day, lifecycles=n, dead_lettered=dl, dead_letter_rate=dl / n if n else None))
+        out[group] = days
+    return out
 
 
 def group_states(ex: Explorer, cur: duckdb.DuckDBPyConnection, ds: str) -> list[GroupStates]:
@@ -210,11 +237,17 @@ def validation(ex: Explorer, ds: str) -> ValidationStatus | None:
     warehouse = data.get("warehouse")
     if not warehouse or pathlib.Path(str(warehouse)).resolve() != ex.warehouse.resolve():
         return None  # that date was validated in another warehouse
+    success = data.get("success")
+    critical = list(data.get("critical_failures") or [])
+    warnings = list(data.get("warning_failures") or [])
+    # a failed result that names no critical check is still failed
+    outcome = None if success is None else status(len(critical) or (0 if success else 1), len(warnings))
     return ValidationStatus(
-        success=data.get("success"),
+        success=success,
         evaluated=data.get("evaluated"),
-        critical_failures=list(data.get("critical_failures") or []),
-        warning_failures=list(data.get("warning_failures") or []),
+        critical_failures=critical,
+        warning_failures=warnings,
         docs_page=run_page(ds),
         docs_root=str(site),
+        status=outcome,
     )

@@ -68,24 +68,33 @@ def by_id_or_key(ex: Explorer, cur: duckdb.DuckDBPyConnection, q: str, dates: li
 
 
 def by_offset_msg_id(ex: Explorer, cur: duckdb.DuckDBPyConnection, q: str, dates: list[str]) -> set[Key]:
-    """Lifecycles one of whose log lines has ``q`` as its offset msg id."""
+    """Lifecycles one of whose log lines has ``q`` as its offset msg id.
+
+    A hop cites a line by its id within the dates its reconstruction read: the line of its own date, else of the
+    nearest date before it that holds the id (story.py ``_evidence_rows``). A hop is linked to the line with
+    ``q`` only when that line is the one it resolves to, never by the id alone: ids repeat across dates."""
     events, ep = ex._scan("events", dates)
-    lines = ex._query(f"SELECT DISTINCT event_id, msg_id FROM ({events}) WHERE offset_msg_id = ?", [*ep, q], cur)
+    lines = ex._query(f"SELECT DISTINCT dt, event_id, msg_id FROM ({events}) WHERE offset_msg_id = ?", [*ep, q], cur)
     if not lines:
         return set()
-    ids = [r["event_id"] for r in lines]
+    ids = sorted({r["event_id"] for r in lines})
     trans, tp = ex._scan("transitions", dates)
     linked = ex._query(
-        f"SELECT DISTINCT dt, consumer_group, msg_id, e FROM (SELECT dt, consumer_group, msg_id, "
-        f"unnest(evidence) AS e FROM ({trans}) WHERE list_has_any(evidence, ?)) WHERE list_contains(?, e)",
-        [*tp, ids, ids],
+        f"WITH t AS (SELECT DISTINCT dt, consumer_group, msg_id, e FROM (SELECT dt, consumer_group, msg_id, "
+        f"unnest(evidence) AS e FROM ({trans}) WHERE list_has_any(evidence, ?)) WHERE list_contains(?, e)), "
+        f"l AS (SELECT DISTINCT dt AS line_dt, event_id FROM ({events}) WHERE list_contains(?, event_id)) "
+        "SELECT t.dt, t.consumer_group, t.msg_id, t.e, max(l.line_dt) AS line_dt FROM t "
+        "JOIN l ON l.event_id = t.e AND l.line_dt <= t.dt GROUP BY ALL",
+        [*tp, ids, ids, *ep, ids],
         cur,
     )
+    with_q = {(r["dt"], r["event_id"]) for r in lines}
+    linked = [r for r in linked if (r["line_dt"], r["e"]) in with_q]
     keys = {(r["dt"], r["consumer_group"], r["msg_id"]) for r in linked}
     # A line no hop cites (the business topic's stored copy, the publish) is every group's message;
     # a copy in a group's retry or DLQ topic is cited by that group's hops only.
-    cited = {r["e"] for r in linked}
-    msg_ids = sorted({r["msg_id"] for r in lines if r["msg_id"] and r["event_id"] not in cited})
+    cited = {(r["line_dt"], r["e"]) for r in linked}
+    msg_ids = sorted({r["msg_id"] for r in lines if r["msg_id"] and (r["dt"], r["event_id"]) not in cited})
     if msg_ids:
         life, lp = ex._scan("lifecycles", dates)
         keys |= {

@@ -102,9 +102,18 @@ def stories(ex: Explorer, msg_id: str, group: str | None, date_from: object, dat
     seen_on: dict[tuple[str, str], list[str]] = {}
     for r in rows:  # newest date first
         key = (r["consumer_group"], r["msg_id"])
-        newest.setdefault(key, r)
-        seen_on.setdefault(key, []).append(r["dt"])
+        if same_lifecycle(newest.setdefault(key, r), r):
+            seen_on.setdefault(key, []).append(r["dt"])
     return [_story(ex, newest[k], sorted(seen_on[k], reverse=True)) for k in sorted(newest)]
+
+
+def same_lifecycle(newest: dict[str, Any], row: dict[str, Any]) -> bool:
+    """Whether an earlier date's row of the msg_id is the newest row's lifecycle, written again by the date it
+    carried on to (its first_seen is the same: docs/reconstruction.md "Dates and look-back"), or another
+    lifecycle of the same msg_id (dead-lettered, re-sent and consumed again days later), whose hops, dead letter
+    and failures are not this story's. Without a first_seen on either row nothing tells them apart: the same."""
+    first, other = newest["first_seen"], row["first_seen"]
+    return first is None or other is None or first == other
 
 
 def _lifecycles(ex: Explorer, msg_ids: list[str], group: str | None, dates: list[str]) -> list[dict[str, Any]]:
@@ -125,11 +134,13 @@ def _story(ex: Explorer, life: dict[str, Any], dates: list[str]) -> Story:
         # A lifecycle spanning dates is written by each (docs/reconstruction.md "Dates and look-back"); its dead
         # letter is in the partition of the DLQ move, which need not be the newest of them.
         letters = _letter_rows(ex, cur, dates, group, msg_id)
-        ids = sorted(
-            {e for h in hops for e in (h["evidence"] or [])} | {e for d in letters for e in (d["evidence"] or [])}
-        )
+        # Each id is read with the date of the row that cites it: the hops are the lifecycle's date's, the dead
+        # letter its own date's (another date's letter of the same msg_id is another dead-lettering).
+        cited = [(ds, e) for h in hops for e in (h["evidence"] or [])]
+        if letters:
+            cited += [(letters[0]["dt"], e) for e in (letters[0]["evidence"] or [])]
         event_dates = _event_dates(ex, life)
-        evidence = _evidence_rows(ex, cur, event_dates, ids) if ids else []
+        evidence = _evidence_rows(ex, cur, event_dates, cited) if cited else []
         # the lifecycle's failed deliveries with their causes, from every date that holds the lifecycle
         failures = failed_attempts(ex, cur, dates, group, msg_id, sorted({*event_dates, *dates}))
     finally:
@@ -193,45 +204,60 @@ def _event_dates(ex: Explorer, life: dict[str, Any]) -> list[str]:
 
 
 def _evidence_rows(
-    ex: Explorer, cur: duckdb.DuckDBPyConnection, event_dates: list[str], ids: list[str]
+    ex: Explorer, cur: duckdb.DuckDBPyConnection, event_dates: list[str], cited: list[tuple[str, str]]
 ) -> list[dict[str, Any]]:
-    """The log lines ``ids`` from ``event_dates``."""
+    """The log lines ``cited`` names as (date of the citing row, event_id), each from ``event_dates``, in time order.
+
+    A line is joined on its date partition and its id, never on the id alone: ids written before ``event_id``
+    hashed a file's content repeat across dates (the same path and line number), and the same line collected
+    into two dates' folders is read twice. Of the partitions that hold an id, the citing row's own date wins,
+    else the nearest date before it (a lifecycle's first lines may lie in the day before, ``_event_dates``); a
+    partition after the citing row's date is never its evidence.
+    """
     events, ep = ex._scan("events", event_dates)
-    return ex._query(
-        "SELECT event_id, event_time, event_type, source, source_file, line_no, topic, reconsume_times, "
-        f"delay_level, thread, client_host, broker, detail FROM ({events}) WHERE list_contains(?, event_id) "
-        "ORDER BY event_time, source_file, line_no",
-        [*ep, ids],
+    rows = ex._query(
+        "SELECT dt, event_id, event_time, event_type, source, source_file, line_no, topic, reconsume_times, "
+        f"delay_level, thread, client_host, broker, detail FROM ({events}) WHERE list_contains(?, event_id)",
+        [*ep, sorted({e for _, e in cited})],
         cur,
     )
+    by_id: dict[str, list[dict[str, Any]]] = {}
+    for r in rows:
+        by_id.setdefault(r["event_id"], []).append(r)
+    chosen: dict[tuple[str, str], dict[str, Any]] = {}
+    for ds, event_id in cited:
+        candidates = [r for r in by_id.get(event_id, []) if r["dt"] <= ds]
+        if candidates:
+            best = max(candidates, key=lambda r: r["dt"])
+            chosen[(best["dt"], event_id)] = best
+    return sorted(
+        chosen.values(),
+        key=lambda r: (r["event_time"] is None, r["event_time"] or dt.datetime.min, r["source_file"] or "",
+                       r["line_no"] or 0),
+    )  # fmt: skip
 
 
 def _evidence_lines(rows: list[dict[str, Any]]) -> list[EvidenceLine]:
-    """One line per event id, in time order: a line read from two partitions is still one line."""
-    seen_ids: set[str] = set()
-    lines = []
-    for e in rows:
-        if e["event_id"] in seen_ids:
-            continue
-        seen_ids.add(e["event_id"])
-        lines.append(
-            EvidenceLine(
-                event_id=e["event_id"],
-                event_time=utc(e["event_time"]),
-                event_type=e["event_type"],
-                source=e["source"],
-                source_file=e["source_file"],
-                line_no=opt_int(e["line_no"]),
-                topic=e["topic"],
-                reconsume_times=opt_int(e["reconsume_times"]),
-                delay_level=opt_int(e["delay_level"]),
-                thread=e["thread"],
-                client_host=e["client_host"],
-                broker=e["broker"],
-                detail=e["detail"],
-            )
+    """One line per (date, event id), in time order."""
+    return [
+        EvidenceLine(
+            event_id=e["event_id"],
+            event_time=utc(e["event_time"]),
+            event_type=e["event_type"],
+            source=e["source"],
+            source_file=e["source_file"],
+            line_no=opt_int(e["line_no"]),
+            topic=e["topic"],
+            reconsume_times=opt_int(e["reconsume_times"]),
+            delay_level=opt_int(e["delay_level"]),
+            thread=e["thread"],
+            client_host=e["client_host"],
+            broker=e["broker"],
+            detail=e["detail"],
+            date=e["dt"],
         )
-    return lines
+        for e in rows
+    ]
 
 
 def _hop(h: dict[str, Any]) -> Hop:

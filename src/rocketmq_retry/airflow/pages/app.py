@@ -20,9 +20,10 @@ from collections.abc import Callable
 from typing import Any
 from urllib.parse import quote, urlencode
 
-from fastapi import Depends, FastAPI, HTTPException, Request
+from fastapi import Depends, FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import RedirectResponse, Response
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from rocketmq_retry.airflow.pages import guard
 from rocketmq_retry.airflow.pages.backlog import backlog_router
@@ -63,7 +64,9 @@ def create_pages_app(
         caller=Depends(_user_dependency(authenticate)),
         airflow_app=airflow_app,
     )
-    app.add_exception_handler(HTTPException, _error_page)
+    # Starlette's, not only FastAPI's: the router's own 404 (an unknown path, one with a NUL byte) and 405 are
+    # Starlette's HTTPException, which FastAPI's subclasses, and would answer a browser in raw JSON.
+    app.add_exception_handler(StarletteHTTPException, _error_page)
     app.add_exception_handler(RequestValidationError, _bad_parameters)
     routers = (
         overview_router,
@@ -119,7 +122,7 @@ def login_redirect(request: Request) -> RedirectResponse:
     return RedirectResponse(target, status_code=303, headers=SECURITY_HEADERS)
 
 
-async def _error_page(request: Request, exc: HTTPException) -> Response:
+async def _error_page(request: Request, exc: StarletteHTTPException) -> Response:
     if not _wants_html(request):
         # API clients (and the auth refusals Airflow's own API gives) keep the JSON shape.
         return _json(exc.status_code, exc.detail, exc.headers)

@@ -72,6 +72,14 @@ def _clock(value: object) -> str:
 _templates.filters["clock"] = _clock
 
 
+def _trend_point(day: Any) -> int | None:
+    """A day of a group's trend as the overview draws it: its dead letters, or no point without a lifecycle."""
+    return day["dead_lettered"] if day["lifecycles"] else None
+
+
+_templates.filters["trend_point"] = _trend_point
+
+
 @dataclasses.dataclass(frozen=True)
 class Source:
     """Where the pages read: the deployment's warehouse root and config file (never a request's choice)."""
