@@ -43,8 +43,20 @@ def test_dag_parses_into_plan_mapped_compensate_summary(redrive_dag: Any) -> Non
     assert type(redrive_dag.timetable).__name__ == "NullTimetable"  # triggered by an operator, never scheduled
     # usable as installed: a trigger from the dead-letter page runs instead of queueing on a paused DAG
     assert redrive_dag.is_paused_upon_creation is False
-    assert [t.task_id for t in redrive_dag.topological_sort()] == ["plan_redrive", "compensate", "compensation_summary"]
+    assert [t.task_id for t in redrive_dag.topological_sort()] == [
+        "preview_redrive",
+        "approve_redrive",
+        "plan_redrive",
+        "compensate",
+        "compensation_summary",
+    ]
     assert redrive_dag.get_task("compensate").max_active_tis_per_dagrun == 4
+    # Airflow's own approval (Browse -> Required Actions); a skipped approval (under the threshold) lets the plan run
+    from airflow.providers.standard.operators.hitl import ApprovalOperator
+
+    assert isinstance(redrive_dag.get_task("approve_redrive"), ApprovalOperator)
+    assert redrive_dag.get_task("plan_redrive").trigger_rule == "none_failed"
+    assert redrive_dag.get_task("plan_redrive").upstream_task_ids == {"approve_redrive"}
 
 
 def test_redrive_of_failed_dead_letters_runs_once(
@@ -82,6 +94,9 @@ def test_redrive_of_failed_dead_letters_runs_once(
     summary = _summary(run)
     assert (summary["batches"], summary["executed"], summary["done"]) == (3, 15, 15)
     assert summary["handlers"] == {"refunds": {"done": 15}}
+    # 15 <= the default compensation.approval_threshold (100): no approval asked, the run went straight on
+    assert run.get_task_instance("approve_redrive").state == "skipped"
+    assert summary["notes"][0] == "approval: not needed (15 dead letter(s), threshold 100)"
     assert effects() == {
         f"{r['consumer_group']}/{r['msg_id']}": 1
         for r in dead_letter_rows(30, DATE, ("order-consumer", "pay-consumer"))
@@ -137,8 +152,9 @@ def test_a_config_outside_the_config_root_fails_the_run_once(
         run_conf={"date_from": DATE, "date_to": DATE, "warehouse": "prod", "config": str(evil)},
     )
     assert run.state == "failed"
-    ti = run.get_task_instance("plan_redrive")
+    ti = run.get_task_instance("preview_redrive")  # the first task that reads the params
     assert ti is not None and ti.state == "failed" and ti.try_number == 1
+    assert run.get_task_instance("plan_redrive").state == "upstream_failed"
     assert not (root / "prod" / "compensation.db").exists()
 
 

@@ -15,7 +15,8 @@ from conftest import ROOT
 DAG_FILES = sorted((ROOT / "dags").glob("*.py"))
 # Tasks that must not be retried: bad params never fix themselves (they fail with AirflowFailException anyway),
 # and a sensor's timeout is its whole waiting budget.
-NOT_RETRIED = {"resolve_run", "wait_for_landing"}
+# approve_redrive: an answer is final, and a retry after the approval timeout would ask again for another day
+NOT_RETRIED = {"resolve_run", "wait_for_landing", "approve_redrive"}
 
 PARSE_PROBE = """
 import json, sys

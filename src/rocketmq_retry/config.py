@@ -296,6 +296,9 @@ class CompensationConfig(_Strict):
     max_batches: int = Field(8, ge=1, description="mapped compensation tasks per run, at most")
     batch_size: int = Field(200, ge=1, description="outstanding dead letters per batch before another batch is used")
     claim_chunk: int = Field(10, ge=1, description="rows claimed per statement (their leases must outlast the chunk)")
+    approval_threshold: int = Field(
+        100, ge=0, description="a re-drive of more dead letters than this waits for an approval in Airflow"
+    )
     business_key: BusinessKeyConfig = BusinessKeyConfig()
     routes: list[RouteConfig] = Field(default_factory=lambda: [RouteConfig(handler="log-only")])
     handlers: dict[str, HandlerConfig] = Field(
