@@ -227,3 +227,76 @@ def test_daily_wiring_mapped_over_batches_twice_fires_each_effect_once(
     assert server.total == 60 and set(server.requests.values()) == {1}
     with Ledger.open(f"sqlite:///{warehouse}/compensation.db") as ledger:
         assert {r.airflow_run_id for r in ledger.rows()} == {first.run_id}
+
+
+def test_compensate_dag_by_hand_compensates_the_date(
+    airflow_db: None, tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """rocketmq_retry_compensate triggered with a date (no asset event): the date's dead letters, once."""
+    from airflow.dag_processing.dagbag import DagBag
+
+    bag = DagBag(dag_folder=str(ROOT / "dags" / "rocketmq_retry_compensate.py"))
+    assert bag.import_errors == {}
+    dag = bag.dags["rocketmq_retry_compensate"]
+    root = tmp_path / "root"
+    letters = dead_letter_rows(12, DATE, groups=("order-consumer", "pay-consumer"))
+    write_partition(root / "prod", DATE, letters)
+    monkeypatch.setenv("ROCKETMQ_RETRY_WAREHOUSE_ROOT", str(root))
+    monkeypatch.setenv("ROCKETMQ_RETRY_CONFIG_ROOT", str(tmp_path))
+    monkeypatch.setenv("RMQ_TEST_EFFECTS", str(tmp_path / "effects.log"))
+    config = write_config(
+        tmp_path / "config.yaml",
+        {
+            "routes": [{"handler": "tickets"}],
+            "handlers": {"tickets": {"type": "python", "callable": "test_compensation_support:record_effect"}},
+        },
+    )
+    conf = {"date": DATE, "warehouse": "prod", "config": str(config)}
+    run = dag.test(logical_date=pendulum.datetime(2026, 11, 21, 6, tz="UTC"), run_conf=conf)
+    assert run.state == "success"
+    assert run.get_task_instance("wait_for_validation").state == "success"  # by hand: the operator's word
+    summary = _summary(run)
+    assert (summary["dates"], summary["executed"], summary["done"]) == ([DATE], 12, 12)
+    assert effects() == {f"{r['consumer_group']}/{r['msg_id']}": 1 for r in letters}
+
+
+class _Event:
+    def __init__(self, source_dag_id: str | None, source_run_id: str | None) -> None:
+        self.source_dag_id, self.source_run_id, self.extra = source_dag_id, source_run_id, {"ds": DATE}
+
+
+class _TaskInstance:
+    """What the sensor asks of Airflow's task instance: the validate states of the events' runs."""
+
+    def __init__(self, states: dict[str, str]) -> None:
+        self.states = states
+        self.log = __import__("logging").getLogger("test")
+
+    def get_task_states(self, dag_id: str, task_ids: list[str], run_ids: list[str]) -> dict[str, Any]:
+        assert dag_id == "rocketmq_retry_daily" and task_ids == ["validate"]
+        return {r: {"validate": self.states[r]} for r in run_ids if r in self.states}
+
+
+def test_compensation_on_the_asset_waits_for_the_dates_validation() -> None:
+    """reconstruct emits dead_letters before validate runs: the asset's run compensates only once the source
+    run's validate succeeded, and never when it failed or when the event comes from elsewhere."""
+    from airflow.sdk import Asset
+    from airflow.sdk.exceptions import AirflowFailException
+
+    from rocketmq_retry.airflow.compensation_tasks import validation_passed
+
+    asset = Asset(name="rocketmq_retry.dead_letters", uri="file:///wh/dead_letters")
+
+    def context(states: dict[str, str], *events: _Event) -> dict[str, Any]:
+        return {"triggering_asset_events": {asset: list(events)}, "ti": _TaskInstance(states)}
+
+    ours = _Event("rocketmq_retry_daily", "scheduled__2026-11-20")
+    assert validation_passed(context({"scheduled__2026-11-20": "running"}, ours)) is False
+    assert validation_passed(context({}, ours)) is False  # not started yet
+    assert validation_passed(context({"scheduled__2026-11-20": "success"}, ours)) is True
+    for ended in ("failed", "upstream_failed"):
+        with pytest.raises(AirflowFailException, match=f"ended {ended}"):
+            validation_passed(context({"scheduled__2026-11-20": ended}, ours))
+    with pytest.raises(AirflowFailException, match="not from a rocketmq_retry_daily run"):
+        validation_passed(context({}, _Event(None, None)))
+    assert validation_passed({"triggering_asset_events": {}, "ti": _TaskInstance({})}) is True  # by hand

@@ -363,3 +363,120 @@ def decision_record(event: dict[str, Any]) -> dict[str, Any]:
         "responded_by_user": {"id": str(user.get("id") or ""), "name": str(user.get("name") or "")},
         "responded_at": at.isoformat() if isinstance(at, dt.datetime) else str(at or ""),
     }
+
+
+# --- rocketmq_retry_compensate: compensation on the dead_letters asset (compensation.trigger: asset) -------------
+
+VALIDATE_TASK = "validate"  # the daily DAG's task whose success lets a date's dead letters be compensated
+VALIDATION_WAIT = dt.timedelta(hours=6)  # how long a date's compensation waits for its validation to finish
+_NOT_PASSED = {"failed", "upstream_failed", "skipped", "removed"}
+
+
+def dead_letter_events(context: Any) -> list[Any]:
+    """The run's triggering events of the ``dead_letters`` asset (none for a run triggered by hand)."""
+    from rocketmq_retry.airflow.assets import asset_name
+
+    events = context.get("triggering_asset_events") or {}
+    return [e for asset in events if getattr(asset, "name", "") == asset_name("dead_letters") for e in events[asset]]
+
+
+def event_runs(extras: list[dict[str, Any]], params: dict[str, Any]) -> list[dict[str, str]]:
+    """One ``{"ds", "warehouse", "config"}`` per distinct date and warehouse of the events' extras (or of the
+    params ``date``, ``warehouse``, ``config`` when there is no event), each checked against the deployment's roots as
+    a run's params are: an extra is data anyone with asset permissions can write, never authority."""
+    from rocketmq_retry.airflow.settings import load_airflow_settings, run_config, run_warehouse
+    from rocketmq_retry.dates import optional_date
+    from rocketmq_retry.errors import UserError
+
+    settings = load_airflow_settings()
+    if not extras:
+        if not params.get("date"):
+            raise UserError("no dead_letters asset event and no date param: nothing to compensate")
+        extras = [{"ds": params["date"], "warehouse": params.get("warehouse"), "config": params.get("config")}]
+    deployment = run_config(settings, {})
+    runs: dict[tuple[str, str, str], dict[str, str]] = {}
+    for extra in extras:
+        ds = optional_date(str(extra.get("ds") or ""), what="dead_letters event ds")
+        if not ds:
+            raise UserError(f"a dead_letters asset event without a date: {extra!r}")
+        warehouse = str(run_warehouse(settings, {"warehouse": extra.get("warehouse") or ""}))
+        named = str(extra.get("config") or "")
+        # the daily run's own config is the deployment's file (wherever it is) or one under the config root
+        same = bool(named) and deployment is not None and str(deployment) == named
+        config = str(deployment if same or not named else run_config(settings, {"config": named}) or "")
+        runs[(ds, warehouse, config)] = {"ds": ds, "warehouse": warehouse, "config": config}
+    return [runs[key] for key in sorted(runs)]
+
+
+@task(task_id="resolve_compensation", retries=0)
+def resolve_compensation_runs() -> list[dict[str, str]]:
+    """The dates (and warehouses) this run compensates, from its dead_letters events or its params."""
+    from airflow.sdk.exceptions import AirflowFailException
+
+    from rocketmq_retry.errors import UserError
+
+    context = get_current_context()
+    try:
+        return event_runs([dict(e.extra or {}) for e in dead_letter_events(context)], dict(context["params"]))
+    except UserError as exc:
+        raise AirflowFailException(str(exc)) from None
+
+
+def wait_for_validation() -> Any:
+    """Compensation acts on a date's dead letters only once its validation passed, as inside the daily DAG:
+    ``reconstruct`` emits the dead_letters event before ``validate`` has run, so each event's source run is
+    waited for here (rescheduled: no worker slot held between pokes). Its ``validate`` failing (a critical
+    expectation) fails this task and nothing is compensated; an event not from the daily DAG's run (one created
+    through the REST API) is refused: no validation is known. A run triggered by hand (no event) is the operator's
+    word for the date and is not checked."""
+    from airflow.sdk import BaseSensorOperator
+
+    class ValidationPassedSensor(BaseSensorOperator):
+        def poke(self, context: Any) -> bool:
+            return validation_passed(context)
+
+    return ValidationPassedSensor(
+        task_id="wait_for_validation",
+        mode="reschedule",
+        poke_interval=60,
+        timeout=VALIDATION_WAIT.total_seconds(),
+        retries=0,
+    )
+
+
+def validation_passed(context: Any) -> bool:
+    """True once every triggering event's daily run passed ``validate``; fails the task if one did not."""
+    from airflow.sdk.exceptions import AirflowFailException
+
+    from rocketmq_retry.airflow.dag_parts import DAG_ID
+
+    pending = []
+    for event in dead_letter_events(context):
+        if event.source_dag_id != DAG_ID or not event.source_run_id:
+            raise AirflowFailException(
+                f"a dead_letters event not from a {DAG_ID} run (source {event.source_dag_id!r}): its validation "
+                "is unknown, nothing is compensated; compensate the date by hand (trigger with a date param)"
+            )
+        states = context["ti"].get_task_states(dag_id=DAG_ID, task_ids=[VALIDATE_TASK], run_ids=[event.source_run_id])
+        state = str((states.get(event.source_run_id) or {}).get(VALIDATE_TASK) or "")
+        if state in _NOT_PASSED:
+            raise AirflowFailException(
+                f"validate of {event.source_run_id} ended {state}: its dead letters are not compensated "
+                "(fix the data, re-run the date; its new dead_letters event starts another compensation)"
+            )
+        if state != "success":
+            pending.append(event.source_run_id)
+    if pending:
+        context["ti"].log.info("waiting for validate of %s", ", ".join(pending))
+    return not pending
+
+
+@task(task_id="plan_compensation")
+def plan_compensation_runs(runs: list[dict[str, str]]) -> list[dict[str, Any]]:
+    """``plan_batches`` for each date of the run, all batches in one list for the mapped ``compensate``."""
+    from rocketmq_retry.compensation.batches import plan_batches
+
+    batches: list[dict[str, Any]] = []
+    for paths in runs:
+        batches += [dict(b) for b in plan_batches(paths["ds"], paths["warehouse"], paths["config"] or None)]
+    return batches
