@@ -6,6 +6,11 @@ dead-letter dates. FAILED, GAVE_UP and SKIPPED rows are reopened with a fresh at
 never re-driven (their effect already happened) and are listed in the summary's notes. The work is split
 into at most ``max_batches`` mapped ``compensate`` instances, each recording every outcome in the ledger.
 
+A re-drive of more than ``compensation.approval_threshold`` dead letters waits for an approval first (Browse →
+Required Actions): ``preview_redrive`` counts what would be re-driven without changing the ledger, and
+``approve_redrive`` shows it (count per consumer group and handler, the first rows). Approve: the run goes on, and
+the approver is recorded in the run's summary and in each reopened row's ledger note. Reject: nothing is done.
+
 Unpaused when Airflow first sees it: with no schedule it never starts a run by itself, and a trigger (which needs
 permission to trigger this DAG) should run rather than sit queued. Pause it to hold re-drives: triggered runs
 then wait, queued, until it is unpaused.
@@ -16,7 +21,13 @@ from __future__ import annotations
 from airflow.sdk import Param, dag
 
 from rocketmq_retry.airflow import dag_parts as parts
-from rocketmq_retry.airflow.compensation_tasks import compensate, compensation_summary, plan_redrive_from_params
+from rocketmq_retry.airflow.compensation_tasks import (
+    approve_redrive,
+    compensate,
+    compensation_summary,
+    plan_redrive_from_params,
+    preview_redrive_from_params,
+)
 from rocketmq_retry.airflow.tasks import on_dag_failure
 
 settings = parts.deployment_settings()
@@ -54,7 +65,11 @@ _DATE = {"type": "string", "pattern": r"^(\d{4}-\d{2}-\d{2})?$"}
     },
 )
 def rocketmq_retry_redrive() -> None:
-    compensation_summary(compensate.expand(batch=plan_redrive_from_params()))
+    # More than compensation.approval_threshold dead letters: the preview asks approve_redrive to wait for an
+    # approval (Browse -> Required Actions); fewer: approve_redrive is skipped and the plan runs at once.
+    batches = plan_redrive_from_params()
+    preview_redrive_from_params() >> approve_redrive() >> batches
+    compensation_summary(compensate.expand(batch=batches))
 
 
 rocketmq_retry_redrive()

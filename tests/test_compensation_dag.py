@@ -43,8 +43,20 @@ def test_dag_parses_into_plan_mapped_compensate_summary(redrive_dag: Any) -> Non
     assert type(redrive_dag.timetable).__name__ == "NullTimetable"  # triggered by an operator, never scheduled
     # usable as installed: a trigger from the dead-letter page runs instead of queueing on a paused DAG
     assert redrive_dag.is_paused_upon_creation is False
-    assert [t.task_id for t in redrive_dag.topological_sort()] == ["plan_redrive", "compensate", "compensation_summary"]
+    assert [t.task_id for t in redrive_dag.topological_sort()] == [
+        "preview_redrive",
+        "approve_redrive",
+        "plan_redrive",
+        "compensate",
+        "compensation_summary",
+    ]
     assert redrive_dag.get_task("compensate").max_active_tis_per_dagrun == 4
+    # Airflow's own approval (Browse -> Required Actions); a skipped approval (under the threshold) lets the plan run
+    from airflow.providers.standard.operators.hitl import ApprovalOperator
+
+    assert isinstance(redrive_dag.get_task("approve_redrive"), ApprovalOperator)
+    assert redrive_dag.get_task("plan_redrive").trigger_rule == "none_failed"
+    assert redrive_dag.get_task("plan_redrive").upstream_task_ids == {"approve_redrive"}
 
 
 def test_redrive_of_failed_dead_letters_runs_once(
@@ -82,6 +94,9 @@ def test_redrive_of_failed_dead_letters_runs_once(
     summary = _summary(run)
     assert (summary["batches"], summary["executed"], summary["done"]) == (3, 15, 15)
     assert summary["handlers"] == {"refunds": {"done": 15}}
+    # 15 <= the default compensation.approval_threshold (100): no approval asked, the run went straight on
+    assert run.get_task_instance("approve_redrive").state == "skipped"
+    assert summary["notes"][0] == "approval: not needed (15 dead letter(s), threshold 100)"
     assert effects() == {
         f"{r['consumer_group']}/{r['msg_id']}": 1
         for r in dead_letter_rows(30, DATE, ("order-consumer", "pay-consumer"))
@@ -137,8 +152,9 @@ def test_a_config_outside_the_config_root_fails_the_run_once(
         run_conf={"date_from": DATE, "date_to": DATE, "warehouse": "prod", "config": str(evil)},
     )
     assert run.state == "failed"
-    ti = run.get_task_instance("plan_redrive")
+    ti = run.get_task_instance("preview_redrive")  # the first task that reads the params
     assert ti is not None and ti.state == "failed" and ti.try_number == 1
+    assert run.get_task_instance("plan_redrive").state == "upstream_failed"
     assert not (root / "prod" / "compensation.db").exists()
 
 
@@ -211,3 +227,76 @@ def test_daily_wiring_mapped_over_batches_twice_fires_each_effect_once(
     assert server.total == 60 and set(server.requests.values()) == {1}
     with Ledger.open(f"sqlite:///{warehouse}/compensation.db") as ledger:
         assert {r.airflow_run_id for r in ledger.rows()} == {first.run_id}
+
+
+def test_compensate_dag_by_hand_compensates_the_date(
+    airflow_db: None, tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """rocketmq_retry_compensate triggered with a date (no asset event): the date's dead letters, once."""
+    from airflow.dag_processing.dagbag import DagBag
+
+    bag = DagBag(dag_folder=str(ROOT / "dags" / "rocketmq_retry_compensate.py"))
+    assert bag.import_errors == {}
+    dag = bag.dags["rocketmq_retry_compensate"]
+    root = tmp_path / "root"
+    letters = dead_letter_rows(12, DATE, groups=("order-consumer", "pay-consumer"))
+    write_partition(root / "prod", DATE, letters)
+    monkeypatch.setenv("ROCKETMQ_RETRY_WAREHOUSE_ROOT", str(root))
+    monkeypatch.setenv("ROCKETMQ_RETRY_CONFIG_ROOT", str(tmp_path))
+    monkeypatch.setenv("RMQ_TEST_EFFECTS", str(tmp_path / "effects.log"))
+    config = write_config(
+        tmp_path / "config.yaml",
+        {
+            "routes": [{"handler": "tickets"}],
+            "handlers": {"tickets": {"type": "python", "callable": "test_compensation_support:record_effect"}},
+        },
+    )
+    conf = {"date": DATE, "warehouse": "prod", "config": str(config)}
+    run = dag.test(logical_date=pendulum.datetime(2026, 11, 21, 6, tz="UTC"), run_conf=conf)
+    assert run.state == "success"
+    assert run.get_task_instance("wait_for_validation").state == "success"  # by hand: the operator's word
+    summary = _summary(run)
+    assert (summary["dates"], summary["executed"], summary["done"]) == ([DATE], 12, 12)
+    assert effects() == {f"{r['consumer_group']}/{r['msg_id']}": 1 for r in letters}
+
+
+class _Event:
+    def __init__(self, source_dag_id: str | None, source_run_id: str | None) -> None:
+        self.source_dag_id, self.source_run_id, self.extra = source_dag_id, source_run_id, {"ds": DATE}
+
+
+class _TaskInstance:
+    """What the sensor asks of Airflow's task instance: the validate states of the events' runs."""
+
+    def __init__(self, states: dict[str, str]) -> None:
+        self.states = states
+        self.log = __import__("logging").getLogger("test")
+
+    def get_task_states(self, dag_id: str, task_ids: list[str], run_ids: list[str]) -> dict[str, Any]:
+        assert dag_id == "rocketmq_retry_daily" and task_ids == ["validate"]
+        return {r: {"validate": self.states[r]} for r in run_ids if r in self.states}
+
+
+def test_compensation_on_the_asset_waits_for_the_dates_validation() -> None:
+    """reconstruct emits dead_letters before validate runs: the asset's run compensates only once the source
+    run's validate succeeded, and never when it failed or when the event comes from elsewhere."""
+    from airflow.sdk import Asset
+    from airflow.sdk.exceptions import AirflowFailException
+
+    from rocketmq_retry.airflow.compensation_tasks import validation_passed
+
+    asset = Asset(name="rocketmq_retry.dead_letters", uri="file:///wh/dead_letters")
+
+    def context(states: dict[str, str], *events: _Event) -> dict[str, Any]:
+        return {"triggering_asset_events": {asset: list(events)}, "ti": _TaskInstance(states)}
+
+    ours = _Event("rocketmq_retry_daily", "scheduled__2026-11-20")
+    assert validation_passed(context({"scheduled__2026-11-20": "running"}, ours)) is False
+    assert validation_passed(context({}, ours)) is False  # not started yet
+    assert validation_passed(context({"scheduled__2026-11-20": "success"}, ours)) is True
+    for ended in ("failed", "upstream_failed"):
+        with pytest.raises(AirflowFailException, match=f"ended {ended}"):
+            validation_passed(context({"scheduled__2026-11-20": ended}, ours))
+    with pytest.raises(AirflowFailException, match="not from a rocketmq_retry_daily run"):
+        validation_passed(context({}, _Event(None, None)))
+    assert validation_passed({"triggering_asset_events": {}, "ti": _TaskInstance({})}) is True  # by hand

@@ -9,6 +9,7 @@ A run whose warehouse breaks a critical expectation fails at ``validate`` and no
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import pathlib
@@ -160,8 +161,109 @@ def _check_asset_events(dag_run: Any, warehouse: pathlib.Path, config: str) -> N
         assert partition.is_dir(), f"{name}: the event names {partition}, which is not there"
 
 
+@contextlib.contextmanager
+def openlineage_file_transport(path: pathlib.Path) -> Iterator[None]:
+    """The OpenLineage provider on, with the file transport, for what runs inside (docs/airflow.md "Lineage").
+
+    The provider reads its configuration once per process (cached) and registers its listener when its plugin is
+    imported, off in this process because no transport was configured then: so the caches are cleared and the
+    listener added to the Task SDK's listener manager here, and both undone after. Events are emitted in a thread
+    (``execute_in_thread``): the default forks the task process, which also holds a JVM here."""
+    from airflow.providers.openlineage import conf as ol_conf
+    from airflow.providers.openlineage.plugins.listener import get_openlineage_listener
+    from airflow.sdk.listener import get_listener_manager
+
+    env = {
+        "AIRFLOW__OPENLINEAGE__TRANSPORT": json.dumps({"type": "file", "log_file_path": str(path), "append": True}),
+        "AIRFLOW__OPENLINEAGE__NAMESPACE": "rocketmq-retry-test",
+        "AIRFLOW__OPENLINEAGE__EXECUTE_IN_THREAD": "True",
+    }
+    saved = {k: os.environ.get(k) for k in env}
+
+    def clear_caches() -> None:
+        for value in vars(ol_conf).values():
+            if callable(getattr(value, "cache_clear", None)):
+                value.cache_clear()
+
+    os.environ.update(env)
+    clear_caches()
+    assert not ol_conf.is_disabled()
+    manager = get_listener_manager()
+    listener = get_openlineage_listener()
+    manager.add_listener(listener)
+    try:
+        yield
+    finally:
+        manager.pm.unregister(listener)
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+        clear_caches()
+
+
+def _lineage_events(path: pathlib.Path) -> dict[tuple[str, str], dict[str, Any]]:
+    """(task id, START/COMPLETE) -> the event, of the daily DAG's tasks."""
+    events = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    prefix = "rocketmq_retry_daily."
+    out = {}
+    for event in events:
+        name = event["job"]["name"]
+        if name.startswith(prefix) and event["eventType"] in ("START", "COMPLETE"):
+            out[(name.removeprefix(prefix), event["eventType"])] = event
+    return out
+
+
+def _check_lineage(path: pathlib.Path, deployment: dict[str, pathlib.Path], report: dict[str, Any]) -> None:
+    """Each Spark job's and validate's events name the landing folder and the tables (with the partition written),
+    and carry what the run found."""
+    import pyarrow.dataset as pads
+
+    from rocketmq_retry.validation.status import status
+    from rocketmq_retry.warehouse.partitions import JOB_TABLES
+
+    events = _lineage_events(path)
+    warehouse = str(deployment["warehouse"].resolve())
+    landing = str((deployment["landing"] / DS).resolve())
+
+    def names(datasets: list[dict[str, Any]]) -> list[str]:
+        assert {d["namespace"] for d in datasets} <= {"file"}
+        return [d["name"] for d in datasets]
+
+    for kind in ("START", "COMPLETE"):
+        ingest, reconstruct = events[("ingest", kind)], events[("reconstruct", kind)]
+        assert names(ingest["inputs"]) == [landing]
+        assert names(ingest["outputs"]) == [f"{warehouse}/{t}" for t in JOB_TABLES["ingest"]]
+        assert names(reconstruct["inputs"]) == [f"{warehouse}/events", f"{warehouse}/bindings"]
+        assert names(reconstruct["outputs"]) == [f"{warehouse}/{t}" for t in JOB_TABLES["reconstruct"]]
+        for output in ingest["outputs"] + reconstruct["outputs"]:
+            partitions = output["outputFacets"]["subset"]["outputCondition"]["partitions"]
+            assert partitions == [{"dimensions": {"dt": DS}, "identifier": f"dt={DS}"}], output["name"]
+    lines = pads.dataset(f"{warehouse}/ingest_report/dt={DS}", format="parquet").to_table(["lines_read"])
+    ingest = events[("ingest", "COMPLETE")]["run"]["facets"]["rocketmqRetry"]
+    assert ingest["ds"] == DS and ingest["linesRead"] == sum(lines.column("lines_read").to_pylist()) > 0
+    assert ingest["partitions"] == [f"{warehouse}/{t}/dt={DS}" for t in JOB_TABLES["ingest"]]
+    found = events[("reconstruct", "COMPLETE")]["run"]["facets"]["rocketmqRetry"]
+    assert (found["lifecycles"], found["deadLetters"]) == (report["lifecycles"], report["dead_letters"])
+    validate = events[("validate", "COMPLETE")]
+    v = report["validation"]
+    failed = len(v["critical_failures"]) + len(v["warning_failures"])
+    assert validate["run"]["facets"]["rocketmqRetry"]["validation"] == status(
+        len(v["critical_failures"]), len(v["warning_failures"])
+    )
+    tests = validate["run"]["facets"]["test"]["tests"]
+    assert "events.schema" in {t["name"] for t in tests}
+    assert len(tests) == v["evaluated"] and sum(t["status"] == "fail" for t in tests) == failed
+    assert f"{warehouse}/dead_letters" in names(validate["inputs"])
+
+
 def test_daily_run_twice_same_outputs(
-    dag: Any, deployment: dict[str, pathlib.Path], connect_server: int, monkeypatch: pytest.MonkeyPatch
+    dag: Any,
+    deployment: dict[str, pathlib.Path],
+    connect_server: int,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: pathlib.Path,
 ) -> None:
     missing = _missing_job()
     if missing:
@@ -173,10 +275,13 @@ def test_daily_run_twice_same_outputs(
     shutil.copytree(ROOT / "examples" / "landing", deployment["landing"] / DS)
     logical = pendulum.datetime(2026, 11, 20, tz="UTC")
 
-    first = dag.test(logical_date=logical)
+    lineage = tmp_path / "openlineage.jsonl"
+    with openlineage_file_transport(lineage):
+        first = dag.test(logical_date=logical)
     assert first.state == "success", _states(first)
     outputs = _snapshot(deployment["warehouse"], DS)
     report = outputs["report"]
+    _check_lineage(lineage, deployment, report)
     assert report["ds"] == DS and report["lifecycles"] > 0 and report["dead_letters"] > 0
     assert report["validation"]["success"] is True
     assert report["compensation"]["dead_letters"] == report["dead_letters"]

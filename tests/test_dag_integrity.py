@@ -345,3 +345,97 @@ def test_each_table_is_an_asset_of_the_task_that_commits_it(dag: Any) -> None:
     dead = next(o for o in dag.get_task("reconstruct").outlets if o.name == "rocketmq_retry.dead_letters")
     assert isinstance(dead, Asset) and dead.group == "rocketmq-retry"
     assert dead.uri == f"file://{warehouse}/dead_letters"
+
+
+COMPENSATE_DAG_ID = "rocketmq_retry_compensate"
+COMPENSATE_GRAPH = {
+    "resolve_compensation": ["plan_compensation", "wait_for_validation"],
+    "wait_for_validation": ["plan_compensation"],
+    "plan_compensation": ["compensate"],
+    "compensate": ["compensation_summary"],
+    "compensation_summary": [],
+}
+
+
+def test_compensate_dag_is_manual_only_by_default(dagbag: Any) -> None:
+    """compensation.trigger: daily (the default): compensation stays inside the daily DAG (test_graph) and
+    rocketmq_retry_compensate is there to compensate one date by hand, never scheduled."""
+    dag = dagbag.dags[COMPENSATE_DAG_ID]
+    assert type(dag.timetable).__name__ == "NullTimetable"
+    assert {t.task_id: sorted(t.downstream_task_ids) for t in dag.tasks} == COMPENSATE_GRAPH
+    assert dag.is_paused_upon_creation is False  # a paused DAG would collect asset events and run none
+    assert set(dag.params) == {"date", "warehouse", "config"}
+    assert dag.get_task("wait_for_validation").mode == "reschedule"
+
+
+def test_compensation_trigger_asset_moves_compensation_onto_the_dead_letters_asset(
+    tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from airflow.dag_processing.dagbag import DagBag
+
+    config = tmp_path / "rocketmq-retry.yaml"
+    config.write_text("compensation:\n  trigger: asset\n", encoding="utf-8")
+    monkeypatch.setenv("ROCKETMQ_RETRY_CONFIG", str(config))
+    monkeypatch.setenv("ROCKETMQ_RETRY_WAREHOUSE_ROOT", str(tmp_path / "wh"))
+    bag = DagBag(dag_folder=str(ROOT / "dags"))
+    assert bag.import_errors == {}
+    daily = bag.dags[DAG_ID]
+    assert {t.task_id for t in daily.tasks} == {
+        "resolve_run",
+        "wait_for_landing",
+        "ingest",
+        "reconstruct",
+        "validate",
+        "report",
+    }
+    assert daily.get_task("validate").downstream_task_ids == {"report"}
+    dag = bag.dags[COMPENSATE_DAG_ID]
+    assert type(dag.timetable).__name__ == "AssetTriggeredTimetable"
+    assets = list(dag.timetable.asset_condition.objects)
+    assert [(a.name, a.uri) for a in assets] == [
+        ("rocketmq_retry.dead_letters", f"file://{(tmp_path / 'wh').resolve()}/dead_letters")
+    ]
+    # the same asset the daily DAG's reconstruct emits
+    emitted = next(o for o in daily.get_task("reconstruct").outlets if o.name == "rocketmq_retry.dead_letters")
+    assert emitted.uri == assets[0].uri
+    assert {t.task_id: sorted(t.downstream_task_ids) for t in dag.tasks} == COMPENSATE_GRAPH
+
+
+def test_dead_letters_events_are_checked_against_the_roots(
+    tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An event's extra is data (the REST API lets users with asset permissions create events): its warehouse
+    must lie under the warehouse root and its config be the deployment's own or one under the config root."""
+    from rocketmq_retry.airflow.compensation_tasks import event_runs
+    from rocketmq_retry.errors import UserError
+
+    root = (tmp_path / "wh").resolve()
+    (root / "prod").mkdir(parents=True)
+    deployment = tmp_path / "deploy" / "rocketmq-retry.yaml"
+    deployment.parent.mkdir()
+    deployment.write_text("{}\n", encoding="utf-8")
+    monkeypatch.setenv("ROCKETMQ_RETRY_WAREHOUSE_ROOT", str(root))
+    monkeypatch.setenv("ROCKETMQ_RETRY_CONFIG", str(deployment))
+    monkeypatch.setenv("ROCKETMQ_RETRY_CONFIG_ROOT", str(tmp_path / "configs"))
+    event = {"ds": "2026-11-20", "warehouse": str(root / "prod"), "config": str(deployment)}
+    twice = event_runs([event, dict(event), {**event, "ds": "2026-11-19"}], {})
+    assert twice == [
+        {"ds": "2026-11-19", "warehouse": str(root / "prod"), "config": str(deployment)},
+        {"ds": "2026-11-20", "warehouse": str(root / "prod"), "config": str(deployment)},
+    ]
+    assert event_runs([{"ds": "2026-11-20", "warehouse": "", "config": None}], {})[0]["warehouse"] == str(root)
+    assert event_runs([], {"date": "2026-11-18"}) == [
+        {"ds": "2026-11-18", "warehouse": str(root), "config": str(deployment)}
+    ]
+    other = tmp_path / "elsewhere.yaml"
+    other.write_text("compensation:\n  routes: [{handler: log-only}]\n", encoding="utf-8")
+    for bad, message in [
+        ({**event, "warehouse": str(tmp_path / "other")}, "outside the configured warehouse root"),
+        ({**event, "config": str(other)}, "outside the configured config root"),
+        ({**event, "ds": "20/11/2026"}, "dead_letters event ds"),
+        ({**event, "ds": None}, "without a date"),
+    ]:
+        with pytest.raises(UserError, match=message):
+            event_runs([bad], {})
+    with pytest.raises(UserError, match="no dead_letters asset event and no date param"):
+        event_runs([], {})

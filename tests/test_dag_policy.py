@@ -15,7 +15,9 @@ from conftest import ROOT
 DAG_FILES = sorted((ROOT / "dags").glob("*.py"))
 # Tasks that must not be retried: bad params never fix themselves (they fail with AirflowFailException anyway),
 # and a sensor's timeout is its whole waiting budget.
-NOT_RETRIED = {"resolve_run", "wait_for_landing"}
+# approve_redrive: an answer is final, and a retry after the approval timeout would ask again for another day
+# resolve_compensation: bad extras or params never fix themselves; wait_for_validation: its timeout is its budget
+NOT_RETRIED = {"resolve_run", "wait_for_landing", "approve_redrive", "resolve_compensation", "wait_for_validation"}
 
 PARSE_PROBE = """
 import json, sys
@@ -37,7 +39,11 @@ def dagbag() -> Any:
 
 
 def test_every_dag_file_defines_one_dag() -> None:
-    assert [f.name for f in DAG_FILES] == ["rocketmq_retry_daily.py", "rocketmq_retry_redrive.py"]
+    assert [f.name for f in DAG_FILES] == [
+        "rocketmq_retry_compensate.py",
+        "rocketmq_retry_daily.py",
+        "rocketmq_retry_redrive.py",
+    ]
 
 
 @pytest.mark.parametrize("dag_file", DAG_FILES, ids=lambda p: p.stem)

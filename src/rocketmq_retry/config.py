@@ -308,6 +308,12 @@ class CompensationConfig(_Strict):
         description="re-drive loops: a dead letter whose business key was compensated on this many earlier dates "
         "(in its group) is held for review instead of compensated again (docs/compensation.md)",
     )
+    approval_threshold: int = Field(
+        100, ge=0, description="a re-drive of more dead letters than this waits for an approval in Airflow"
+    )
+    trigger: Literal["daily", "asset"] = Field(
+        "daily", description="daily: inside the daily DAG; asset: rocketmq_retry_compensate on the dead_letters asset"
+    )
     business_key: BusinessKeyConfig = BusinessKeyConfig()
     routes: list[RouteConfig] = Field(default_factory=lambda: [RouteConfig(handler="log-only")])
     handlers: dict[str, HandlerConfig] = Field(

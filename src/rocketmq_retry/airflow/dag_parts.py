@@ -15,6 +15,7 @@ from rocketmq_retry.airflow.settings import AirflowSettings, load_airflow_settin
 
 DAG_ID = "rocketmq_retry_daily"
 REDRIVE_DAG_ID = "rocketmq_retry_redrive"
+COMPENSATE_DAG_ID = "rocketmq_retry_compensate"
 COMMON_TAGS = ["rocketmq-retry"]  # every DAG of the project: one filter in the UI finds them all
 TAGS = [*COMMON_TAGS, "rocketmq", "retry", "spark", "great-expectations"]
 START_DATE = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
@@ -40,6 +41,23 @@ once. Field by field: docs/airflow.md, "Backfilling".
 
 def deployment_settings() -> AirflowSettings:
     return load_airflow_settings()
+
+
+def compensation_trigger() -> str:
+    """``compensation.trigger`` of the deployment's config: ``daily`` (compensation inside the daily DAG) or
+    ``asset`` (``rocketmq_retry_compensate`` scheduled on the ``dead_letters`` asset instead)."""
+    from rocketmq_retry.config import load_config
+
+    return load_config().compensation.trigger
+
+
+def compensate_schedule(settings: AirflowSettings, trigger: str) -> list[Asset] | None:
+    """On the ``dead_letters`` asset when the config says so; else triggered by hand only (a date param)."""
+    if trigger != "asset":
+        return None
+    from rocketmq_retry.airflow.assets import table_asset
+
+    return [table_asset("dead_letters", str(settings.warehouse))]
 
 
 def timetable(settings: AirflowSettings) -> CronDataIntervalTimetable:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import json
 import os
 import pathlib
 import sys
@@ -32,6 +33,48 @@ def run_paths(context: Any) -> dict[str, str]:
 
         raise AirflowFailException(f"no paths from task {RESOLVE_TASK!r}: it must run before this task")
     return dict(paths)
+
+
+# Rendered when the task starts, before the OpenLineage listener asks for the start event's facets (which are asked
+# of the operator without a context): the run's resolved paths, as JSON.
+LINEAGE_PATHS_TEMPLATE = "{{ ti.xcom_pull(task_ids='" + RESOLVE_TASK + "') | tojson }}"
+
+
+class RunLineageMixin:
+    """OpenLineage facets from the run's paths (``rocketmq_retry.airflow.lineage``): the start event names what
+    the task will read and write; the complete (or failure) event adds what it found."""
+
+    lineage_paths: str = ""
+    _lineage_facts: dict[str, Any]
+
+    def _run_paths_for_lineage(self) -> dict[str, str] | None:
+        try:
+            paths = json.loads(self.lineage_paths or "null")
+        except ValueError:  # not rendered (a facets call outside a task run)
+            return None
+        return paths if isinstance(paths, dict) and paths.get("ds") else None
+
+    def lineage(self, *, finished: bool) -> Any:
+        from airflow.providers.openlineage.extractors import OperatorLineage
+
+        paths = self._run_paths_for_lineage()
+        if paths is None:
+            return OperatorLineage()
+        inputs, outputs, facts = self.lineage_datasets(paths, finished=finished)
+        return OperatorLineage(inputs=inputs, outputs=outputs, run_facets=facts)
+
+    def lineage_datasets(self, paths: dict[str, str], *, finished: bool) -> tuple[list[Any], list[Any], dict[str, Any]]:
+        raise NotImplementedError
+
+    def get_openlineage_facets_on_start(self) -> Any:
+        return self.lineage(finished=False)
+
+    def get_openlineage_facets_on_complete(self, task_instance: Any) -> Any:
+        return self.lineage(finished=True)
+
+    def get_openlineage_facets_on_failure(self, task_instance: Any) -> Any:
+        # what the task would have written was not committed: the start event's datasets, no counts
+        return self.lineage(finished=False)
 
 
 class LandingSensor(BaseSensorOperator):
@@ -126,7 +169,7 @@ class LandingSensor(BaseSensorOperator):
         self.log.info("Landing data found at %s", self._target(context))
 
 
-class RocketMQSparkJobOperator(SparkSubmitOperator):
+class RocketMQSparkJobOperator(RunLineageMixin, SparkSubmitOperator):
     """``spark-submit spark/<job>.py --date D --warehouse W [--landing L [--landing-template T]] [--config C]``
     for this run.
 
@@ -134,6 +177,8 @@ class RocketMQSparkJobOperator(SparkSubmitOperator):
     the package is shipped to executors with ``--py-files``. A connection of type ``spark_connect`` runs the job
     here instead, as a client of that (warm) Spark Connect server.
     """
+
+    template_fields: Sequence[str] = (*SparkSubmitOperator.template_fields, "lineage_paths")
 
     def __init__(
         self,
@@ -150,6 +195,24 @@ class RocketMQSparkJobOperator(SparkSubmitOperator):
         self.package_dir = package_dir
         self.extra_conf = dict(extra_conf or {})
         self.needs_landing = needs_landing
+        self.lineage_paths = LINEAGE_PATHS_TEMPLATE
+
+    def lineage_datasets(self, paths: dict[str, str], *, finished: bool) -> tuple[list[Any], list[Any], dict[str, Any]]:
+        """ingest: the date's landing folder in, its tables out; reconstruct: events and bindings in (the date and
+        its look-back window), its tables out. Each output carries the partition written."""
+        from rocketmq_retry.airflow import lineage
+        from rocketmq_retry.warehouse.partitions import JOB_TABLES
+
+        tables = JOB_TABLES.get(self.job, ())
+        warehouse, ds = paths["warehouse"], paths["ds"]
+        if self.needs_landing:
+            inputs = [lineage.landing_input(paths["landing"])]
+        else:
+            inputs = [lineage.table_dataset(warehouse, t) for t in lineage.JOB_INPUTS.get(self.job, ())]
+        outputs = [lineage.output_partition(warehouse, t, ds) for t in tables]
+        facts = lineage.job_facts(self.job, paths) if finished else {}
+        facet = lineage.run_facet(self.task_id, paths, tables if finished else (), **facts)
+        return inputs, outputs, {lineage.RUN_FACET: facet}
 
     def execute(self, context: Any) -> None:
         paths = run_paths(context)
@@ -294,7 +357,7 @@ def spark_connect_client(url: str) -> Iterator[None]:
                 os.environ[key] = value
 
 
-class ValidatePartitionOperator(BaseOperator):
+class ValidatePartitionOperator(RunLineageMixin, BaseOperator):
     """Runs the Great Expectations checkpoints for the run's partition and updates Data Docs.
 
     Critical failures fail the task without retries (the data will not change by retrying) and so block
@@ -303,12 +366,32 @@ class ValidatePartitionOperator(BaseOperator):
     """
 
     operator_extra_links = (DataDocsLink(),)
-    template_fields: Sequence[str] = ()
+    template_fields: Sequence[str] = ("lineage_paths",)
     ui_color = "#fdd49e"
 
     def __init__(self, *, conn_id: str | None = None, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.conn_id = conn_id  # the Spark jobs' connection: a Spark Connect one is used here too
+        self.lineage_paths = LINEAGE_PATHS_TEMPLATE
+        self._validation: dict[str, Any] | None = None  # the summary, for the lineage event (also on failure)
+
+    def lineage_datasets(self, paths: dict[str, str], *, finished: bool) -> tuple[list[Any], list[Any], dict[str, Any]]:
+        """The partitions validated in (each table's dt=D); the status and every expectation's result as facets."""
+        from rocketmq_retry.airflow import lineage
+
+        summary = self._validation or {}
+        inputs = [
+            lineage.input_partition(paths["warehouse"], t, paths["ds"]) for t in sorted(summary.get("rows") or {})
+        ]
+        facets: dict[str, Any] = {
+            lineage.RUN_FACET: lineage.run_facet(self.task_id, paths, (), validation=summary.get("status"))
+        }
+        if summary:
+            facets.update(lineage.validation_facets(summary))
+        return inputs, [], facets
+
+    def get_openlineage_facets_on_failure(self, task_instance: Any) -> Any:
+        return self.lineage(finished=True)  # a critical failure is a result too: report it
 
     def execute(self, context: Any) -> dict[str, Any]:
         from airflow.sdk.exceptions import AirflowFailException
@@ -325,6 +408,7 @@ class ValidatePartitionOperator(BaseOperator):
                 summary = run(paths["ds"], paths["warehouse"], config)
         except UserError as exc:
             raise AirflowFailException(str(exc)) from None
+        self._validation = summary.as_dict()
         settings = config.validation
         page = run_page_path(settings.docs_dir, paths["ds"])
         relative = page.relative_to(settings.docs_dir).as_posix()

@@ -201,9 +201,11 @@ def plan_redrive(
     consumer_group: str | None = None,
     states: Sequence[str] = (State.FAILED.value,),
     max_batches: int | None = None,
+    note: str = "re-driven by operator",
 ) -> list[Batch]:
     """Reopen chosen ledger rows (``msg_ids``, optionally one group) or every row in ``states`` for the date
-    range, and batch them for execution. DONE rows are refused: their effect already happened."""
+    range, and batch them for execution. DONE rows are refused: their effect already happened. ``note`` is what
+    each reopened row's ``last_error`` says of the re-drive (who approved it, from the redrive DAG)."""
     for d in (date_from, date_to):
         if d:
             check_date(d)
@@ -234,7 +236,7 @@ def plan_redrive(
             ):
                 selected.append(row)
             else:
-                selected += ledger.reopen([row], note="re-driven by operator")
+                selected += ledger.reopen([row], note=note)
     for note in notes:
         log.warning("re-drive: %s", note)
     missing_date = [r for r in selected if not r.dlq_date]
