@@ -2,9 +2,10 @@
 
 Trigger with params: either ``msg_ids`` (optionally with ``consumer_group``) to re-drive chosen dead letters,
 or a ``date_from``..``date_to`` range to re-drive every ledger row in ``states`` (default FAILED) of those
-dead-letter dates. FAILED, GAVE_UP and SKIPPED rows are reopened with a fresh attempt budget; DONE rows are
-never re-driven (their effect already happened) and are listed in the summary's notes. The work is split
-into at most ``max_batches`` mapped ``compensate`` instances, each recording every outcome in the ledger.
+dead-letter dates. FAILED, GAVE_UP, SKIPPED and HELD_FOR_REVIEW (re-drive loops) rows are reopened with a fresh
+attempt budget; DONE rows are never re-driven (their effect already happened) and are listed in the summary's
+notes. The work is split into at most ``max_batches`` mapped ``compensate`` instances, each recording every
+outcome in the ledger.
 
 A re-drive of more than ``compensation.approval_threshold`` dead letters waits for an approval first (Browse →
 Required Actions): ``preview_redrive`` counts what would be re-driven without changing the ledger, and
@@ -56,7 +57,7 @@ _DATE = {"type": "string", "pattern": r"^(\d{4}-\d{2}-\d{2})?$"}
         "states": Param(
             ["FAILED"],
             type="array",
-            items={"type": "string", "enum": ["FAILED", "GAVE_UP", "SKIPPED"]},
+            items={"type": "string", "enum": ["FAILED", "GAVE_UP", "SKIPPED", "HELD_FOR_REVIEW"]},
             description="Ledger states re-driven by a date-range run.",
         ),
         "warehouse": Param("", type="string", description="Warehouse under the deployment's root; empty = the root."),

@@ -439,3 +439,12 @@ def test_dead_letters_events_are_checked_against_the_roots(
             event_runs([bad], {})
     with pytest.raises(UserError, match="no dead_letters asset event and no date param"):
         event_runs([], {})
+
+
+def test_the_redrive_dag_offers_every_state_the_ledger_reopens(dagbag: Any) -> None:
+    # a state the ledger reopens but the DAG's form refuses can only be re-driven by msg_id (HELD_FOR_REVIEW, the
+    # re-drive loops, was missing when the loops came)
+    from rocketmq_retry.compensation.model import REOPENABLE
+
+    states = dagbag.dags["rocketmq_retry_redrive"].params.get_param("states")
+    assert set(states.schema["items"]["enum"]) == {s.value for s in REOPENABLE}
