@@ -3,8 +3,8 @@
     .venv/bin/python benchmarks/bench_late_files.py --lines 1000000 [--late REL] [--workdir DIR] [--reconstruct]
 
 It simulates a day as ``bench_ingest.py`` does (or reuses ``<workdir>/landing-<lines>``), picks one host's file as
-the late one (``--late``, a path under the landing; by default the client log of median size among the files that
-are not the broker's), then, each step as a new JVM (``bench_ingest.py``'s Spark settings):
+the late one (``--late``, a path under the landing; by default the largest client or application log: the
+busiest host's collector was down), then, each step as a new JVM (``bench_ingest.py``'s Spark settings):
 
 1. ``full``: the whole landing into an empty warehouse (``reuse=False``): the full ingest, timed;
 2. ``before``: the landing without the late file into a second warehouse (the date's run while its collector was
@@ -37,7 +37,7 @@ INGEST_TABLES = ("events", "quarantine", "ingest_report", "bindings")
 
 
 def pick_late(config: object, landing: pathlib.Path, ds: str) -> str:
-    """A client's (or application's) log of median size: a host whose collector was down."""
+    """The largest client (or application) log: the busiest host's collector was down."""
     from rocketmq_retry.jobs.ingest.read import resolve_files
 
     files, _ = resolve_files(config, landing, ds)  # type: ignore[arg-type]
@@ -45,7 +45,7 @@ def pick_late(config: object, landing: pathlib.Path, ds: str) -> str:
     hosts.sort(key=lambda f: os.path.getsize(f.path))
     if not hosts:
         raise SystemExit("no client or application file in the landing to make late")
-    return hosts[len(hosts) // 2].rel
+    return hosts[-1].rel
 
 
 def child(args: argparse.Namespace) -> int:
@@ -111,7 +111,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--driver-memory", default="2g")
     p.add_argument("--shuffle-partitions", type=int, default=4)
     p.add_argument("--workdir", default=None, help="keeps landing-<lines> between runs (simulated once)")
-    p.add_argument("--late", default=None, help="the late file, a path under the landing (default: see above)")
+    p.add_argument("--late", default=None, help="the late file: a path under the landing")
     p.add_argument("--reconstruct", action="store_true", help="also reconstruct both warehouses and compare")
     p.add_argument("--child", default=None, help=argparse.SUPPRESS)
     p.add_argument("--landing", default=None, help=argparse.SUPPRESS)

@@ -30,9 +30,9 @@ hash of its older content, so the next run sees it changed and parses it again (
 from __future__ import annotations
 
 import hashlib
+import importlib.resources
 import json
 import os
-import pathlib
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -40,6 +40,8 @@ from typing import TYPE_CHECKING, Any
 from rocketmq_retry.warehouse.partition_fs import parse_json, resolve
 
 if TYPE_CHECKING:
+    from importlib.resources.abc import Traversable
+
     from rocketmq_retry.config import Config
     from rocketmq_retry.jobs.ingest.read import SourceFile
 
@@ -136,12 +138,23 @@ def digest_files(files: Iterable[SourceFile]) -> dict[str, Digest | None]:
 
 
 def _code_digest() -> str:
-    root = pathlib.Path(__file__).resolve().parents[2]  # the rocketmq_retry package
+    """SHA-256 over the parser's modules, read as the interpreter imports them: from the installed package or
+    from the zip spark-submit ships (``--py-files``), hence ``importlib.resources`` rather than paths."""
+    root = importlib.resources.files("rocketmq_retry")
     h = hashlib.sha256()
+
+    def walk(node: Traversable, name: str) -> None:
+        if node.is_dir():
+            for child in sorted(node.iterdir(), key=lambda c: c.name):
+                walk(child, f"{name}/{child.name}")
+        elif name.endswith(".py"):
+            h.update(name.encode() + b"\0" + node.read_bytes() + b"\0")
+
     for part in _CODE:
-        p = root / part
-        for f in sorted(p.rglob("*.py")) if p.is_dir() else [p]:
-            h.update(f.relative_to(root).as_posix().encode() + b"\0" + f.read_bytes() + b"\0")
+        node = root
+        for piece in part.split("/"):
+            node = node.joinpath(piece)
+        walk(node, part)
     return h.hexdigest()
 
 

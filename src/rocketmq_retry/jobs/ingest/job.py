@@ -164,6 +164,8 @@ def run_ingest(
     print(f"ingest: {len(files)} file(s) for {ds}", file=log)
     # hashed before they are checked and read: a file growing meanwhile is seen as changed by the next run
     digests = incremental.digest_files(files)
+    hashed = sum(d.size for d in digests.values() if d is not None)
+    print(f"ingest: [{time.monotonic() - started:6.1f} s] hashed {len(files)} file(s), {hashed} bytes", file=log)
     key = incremental.parse_key(config)
     # dt=D is the calendar day D in the config's zone (as the simulator's --date); event_time stays UTC
     zone = config.timezone
@@ -370,7 +372,8 @@ class _Run:
                 # refused paths are listed afresh each run (their rows are in ``parsed``)
                 before = before.filter(F.col("file_status") != "refused")
             both = df.unionByName(before.select(*df.columns))
-            out[table] = both.orderBy("source", "source_file").coalesce(1) if table == "ingest_report" else both
+            # one file, as a full run writes it (no sort: two more jobs for a few rows; readers sort)
+            out[table] = both.coalesce(1) if table in ("ingest_report", "bindings") else both
         return out
 
 
