@@ -97,7 +97,10 @@ def step(name: str, args: argparse.Namespace, landing: pathlib.Path, wh: pathlib
     wall = time.monotonic() - t0
     if done.returncode != 0:
         raise SystemExit(f"step {name} failed (exit {done.returncode}): {' '.join(cmd)}")
-    out: dict = json.loads(done.stdout.strip().splitlines()[-1])  # type: ignore[type-arg]
+    *said, last = done.stdout.strip().splitlines()
+    for line in said:  # e.g. the comparison's per-table counts
+        print(line, file=sys.stderr)
+    out: dict = json.loads(last)  # type: ignore[type-arg]
     out["wall"] = wall
     print(f"{name}: {json.dumps(out)}", file=sys.stderr, flush=True)
     return out
