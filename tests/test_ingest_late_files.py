@@ -221,3 +221,25 @@ def test_the_job_reads_only_the_hashed_config() -> None:
     allowed = {"spark", "attribution.lookback_days"}
     unhashed = {u for u in used if not any(u == k or u.startswith(k + ".") for k in hashed | allowed)}
     assert not unhashed, f"ingest reads config values the late-file manifest does not hash: {sorted(unhashed)}"
+
+
+def test_parser_key_is_the_same_from_the_zip_spark_submit_ships(tmp_path: pathlib.Path) -> None:
+    """spark-submit imports the package from a zip (``--py-files``): the code part of the key must read the modules
+    there too, and give the same key as the installed package (a run from either reuses the other's rows)."""
+    import subprocess
+    import sys
+    import zipfile
+
+    from rocketmq_retry.jobs.ingest import incremental
+
+    package = pathlib.Path(incremental.__file__).resolve().parents[2]
+    archive = tmp_path / "rocketmq_retry.zip"
+    with zipfile.ZipFile(archive, "w") as zf:
+        for f in package.rglob("*.py"):
+            zf.write(f, f.relative_to(package.parent).as_posix())
+    code = (
+        f"import sys; sys.path.insert(0, {str(archive)!r}); from rocketmq_retry.jobs.ingest import incremental as i; "
+        "assert '.zip' in i.__file__, i.__file__; print(i._code_digest())"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=tmp_path)
+    assert out.stdout.strip() == incremental._code_digest()

@@ -22,6 +22,10 @@ time its data was written), never by the random part of its name.
 only what the file system kept of Spark's own (unsynced) files survives.
 
 The protocol runs unchanged on a plain path and on a Hadoop URI: warehouse/partition_fs.py holds the two file systems.
+
+``write_planned`` runs steps 3-6 for the tables a function decides on under the lock, after step 2: an incremental
+ingest reads which rows of the committed partitions it can reuse there, and no other writer of the date can swap
+them out before its own commit (docs/ingest.md "Late files").
 """
 
 from __future__ import annotations
