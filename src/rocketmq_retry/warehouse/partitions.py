@@ -22,6 +22,10 @@ time its data was written), never by the random part of its name.
 only what the file system kept of Spark's own (unsynced) files survives.
 
 The protocol runs unchanged on a plain path and on a Hadoop URI: warehouse/partition_fs.py holds the two file systems.
+
+``write_planned`` runs steps 3-6 for the tables a function decides on under the lock, after step 2: an incremental
+ingest reads which rows of the committed partitions it can reuse there, and no other writer of the date can swap
+them out before its own commit (docs/ingest.md "Late files").
 """
 
 from __future__ import annotations
@@ -63,6 +67,7 @@ CRASH_ENV = "ROCKETMQ_RETRY_CRASH_AT"
 READ_WAIT_SECONDS = 120.0
 
 Writer = Callable[[Any], None]  # given the staging dir: a pathlib.Path, or a HadoopPath for a URI warehouse
+Tables = Mapping[str, "DataFrame | Writer"]  # table -> its rows, or a function writing them into its staging dir
 
 
 def owner(table: str) -> str:
@@ -239,6 +244,12 @@ def committed(
     return final
 
 
+def partition_path(warehouse: str | os.PathLike[str] | HadoopPath, table: str, ds: str) -> Any:
+    """``<warehouse>/<table>/dt=<ds>`` as is, without the checks of ``committed``: for a ``write_planned`` plan,
+    which runs under the lock after recovery (``committed`` could wait for that lock)."""
+    return _State.of(warehouse, owner(table), ds).final(table)
+
+
 def _spark_writer(df: DataFrame) -> Writer:
     def write(path: Any) -> None:
         # "error" (= errorifexists): the one spelling a Spark Connect client accepts too
@@ -250,39 +261,74 @@ def _spark_writer(df: DataFrame) -> Writer:
 def write_partitions(
     warehouse: str | os.PathLike[str] | HadoopPath,
     ds: str,
-    tables: Mapping[str, DataFrame | Writer],
+    tables: Tables,
     *,
     job: str | None = None,
     log: Callable[[str], None] | None = None,
 ) -> str:
     """Write every table of ``tables`` (a DataFrame, written as Parquet, or a function writing into the directory
     it is given) for ``ds`` and commit them together; returns the run id. ``job`` defaults to the tables' owner."""
+    job = _job_of(tables, job)
+    state = _State.of(warehouse, job, ds)
+    run = new_run_id()
+    with _locked(state, None, f"{job} run {run}"):
+        _recover_locked(state, _tables_of(state, tuple(tables)))
+        _write_locked(state, run, tables, log)
+    return run
+
+
+def write_planned(
+    warehouse: str | os.PathLike[str] | HadoopPath,
+    ds: str,
+    job: str,
+    plan: Callable[[], Tables | None],
+    *,
+    log: Callable[[str], None] | None = None,
+) -> str | None:
+    """``write_partitions`` of the tables ``plan`` returns, ``plan`` being called under the lock after recovery:
+    what it reads of ``job``'s committed partitions of ``ds`` (an incremental run reusing their rows) stays as it
+    read it until the swap, since no other writer of the date runs meanwhile. ``plan`` returns None to commit
+    nothing (the run id is then None)."""
+    state = _State.of(warehouse, job, ds)
+    run = new_run_id()
+    with _locked(state, None, f"{job} run {run}"):
+        _recover_locked(state, _tables_of(state))
+        tables = plan()
+        if tables is None:
+            return None
+        _write_locked(state, run, tables, log)
+    return run
+
+
+def _job_of(tables: Tables, job: str | None) -> str:
     if not tables:
         raise ValueError("write_partitions: no tables")
     jobs = {owner(t) for t in tables}
     job = job or (jobs.pop() if len(jobs) == 1 else None)
     if job is None or any(owner(t) not in (job, t) for t in tables):
         raise ValueError(f"write_partitions: tables {sorted(tables)} are not all written by one job ({job})")
-    state = _State.of(warehouse, job, ds)
-    run = new_run_id()
+    return job
+
+
+def _write_locked(state: _State, run: str, tables: Tables, log: Callable[[str], None] | None) -> None:
+    """Stage every table, write the journal (the commit point), roll it forward. The lock is held."""
+    job, ds = state.job, state.ds
+    _job_of(tables, job)
     names = tuple(tables)
-    with _locked(state, None, f"{job} run {run}"):
-        _recover_locked(state, _tables_of(state, names))
-        for table, data in tables.items():
-            if log:
-                log(f"writing {table}")
-            staging = state.staging(table, run)
-            if isinstance(state.fs, LocalFs):
-                staging.parent.mkdir(parents=True, exist_ok=True)
-            (data if callable(data) else _spark_writer(data))(staging)
-            state.write_json(staging / COMMIT_FILE, {"run_id": run, "job": job, "ds": ds, "tables": list(names)})
-            _step(f"staged:{table}")
-        created = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
-        journal = {"run_id": run, "job": job, "ds": ds, "tables": list(names), "created_at": created}
-        state.write_json(state.journal, journal)
-        _step("journal")
-        _roll_forward(state, journal)
-    return run
+    for table, data in tables.items():
+        if log:
+            log(f"writing {table}")
+        staging = state.staging(table, run)
+        if isinstance(state.fs, LocalFs):
+            staging.parent.mkdir(parents=True, exist_ok=True)
+        (data if callable(data) else _spark_writer(data))(staging)
+        state.write_json(staging / COMMIT_FILE, {"run_id": run, "job": job, "ds": ds, "tables": list(names)})
+        _step(f"staged:{table}")
+    created = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+    journal = {"run_id": run, "job": job, "ds": ds, "tables": list(names), "created_at": created}
+    state.write_json(state.journal, journal)
+    _step("journal")
+    _roll_forward(state, journal)
 
 
 def write_partition(df: DataFrame, warehouse: str | os.PathLike[str] | HadoopPath, table: str, ds: str) -> Any:

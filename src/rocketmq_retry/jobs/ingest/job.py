@@ -16,16 +16,17 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TextIO
 
+from rocketmq_retry import contract
 from rocketmq_retry.config import Config, load_config
 from rocketmq_retry.dates import date_arg
 from rocketmq_retry.errors import NOT_RETRYABLE_EXIT_CODE, UserError
-from rocketmq_retry.jobs.ingest import parse
+from rocketmq_retry.jobs.ingest import incremental, parse
 from rocketmq_retry.jobs.ingest import patterns as P
 from rocketmq_retry.jobs.ingest.catchup import DS, Layout, catch_up, date_ranges, landing_layout
 from rocketmq_retry.jobs.ingest.check import FileCheck, check_file
 from rocketmq_retry.jobs.ingest.read import Refused, SourceFile, instance_table, read_lines, resolve_inputs
 from rocketmq_retry.spark_session import build_spark_session, release_checkpoint
-from rocketmq_retry.warehouse.partitions import committed, write_partitions
+from rocketmq_retry.warehouse.partitions import Tables, commit_of, committed, partition_path, write_planned
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -45,6 +46,11 @@ class IngestResult:
     seconds: float
     files_quarantined: int = 0  # damaged files quarantined whole (not read)
     files_refused: int = 0  # matched paths whose real path leaves the landing root
+    files_parsed: int = 0  # read and classified by this run
+    files_reused: int = 0  # unchanged since the last commit: its rows copied (docs/ingest.md "Late files")
+    files_removed: int = 0  # in the last commit, no longer in the landing: their rows dropped
+    plan: str = ""  # the reuse summary line (incremental.Plan.summary)
+    run_id: str | None = None  # the commit, None when nothing had changed (nothing written)
 
 
 @dataclass(frozen=True)
@@ -91,6 +97,16 @@ def check_inputs(files: list[SourceFile], max_line_bytes: int, max_expanded_byte
     return Checked(readable, skipped, long_lines, damaged, fingerprints)
 
 
+def _merged(a: Checked, b: Checked) -> Checked:
+    return Checked(
+        a.readable + b.readable,
+        {**a.skipped, **b.skipped},
+        a.long_lines + b.long_lines,
+        a.damaged + b.damaged,
+        {**a.fingerprints, **b.fingerprints},
+    )
+
+
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="rocketmq-retry ingest", description=__doc__.splitlines()[0])
     p.add_argument(
@@ -113,30 +129,49 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         action="store_false",
         help="do not ingest the earlier look-back dates whose landing has files but whose events are not committed",
     )
+    p.add_argument(
+        "--reparse",
+        dest="reuse",
+        action="store_false",
+        help="parse every file again, even those unchanged since the date's last run (by default their rows are "
+        "reused: docs/ingest.md, 'Late files')",
+    )
     p.add_argument("--warehouse", required=True, help="output root: <warehouse>/<table>/dt=<date>/")
     p.add_argument("--config", default=None, help="YAML config (default: $ROCKETMQ_RETRY_CONFIG, else defaults)")
     return p.parse_args(argv)
 
 
 def run_ingest(
-    spark: SparkSession, config: Config, ds: str, landing: str, warehouse: str, log: TextIO | None = None
+    spark: SparkSession,
+    config: Config,
+    ds: str,
+    landing: str,
+    warehouse: str,
+    log: TextIO | None = None,
+    reuse: bool = True,
 ) -> IngestResult:
-    """Read the date's sources, write the three partitions atomically, return the per-file accounting.
+    """Read the date's sources, write the four partitions atomically, return the per-file accounting.
     ``log`` defaults to the stderr of the moment of the call, not of the first import (a captured, since closed
-    stream under pytest, or a redirected one in a worker)."""
+    stream under pytest, or a redirected one in a worker).
+
+    ``reuse``: the files unchanged since the date's last commit (same bytes, same parser and config) are not
+    parsed again: their rows are copied from that commit (``ingest.incremental``, docs/ingest.md "Late files")."""
     log = log if log is not None else sys.stderr
     started = time.monotonic()
     files, notes, refused = resolve_inputs(config, landing, ds)
     for note in notes:
         print(f"ingest: note: {note}", file=log)
     print(f"ingest: {len(files)} file(s) for {ds}", file=log)
-    checked = check_inputs(files, config.ingest.max_line_bytes, config.ingest.max_expanded_bytes)
-    for f, check in checked.damaged:
-        print(f"ingest: quarantined file {f.rel}: {check.damage}", file=log)
+    # hashed before they are checked and read: a file growing meanwhile is seen as changed by the next run
+    digests = incremental.digest_files(files)
+    hashed = sum(d.size for d in digests.values() if d is not None)
+    print(f"ingest: [{time.monotonic() - started:6.1f} s] hashed {len(files)} file(s), {hashed} bytes", file=log)
+    key = incremental.parse_key(config)
     # dt=D is the calendar day D in the config's zone (as the simulator's --date); event_time stays UTC
     zone = config.timezone
+    run = _Run(spark, config, ds, zone, warehouse, files, notes, refused, digests, key, reuse, log, started)
     with _codegen_limit(spark, INGEST_HUGE_METHOD_LIMIT):
-        return _run(spark, files, notes, checked, refused, config, ds, zone, warehouse, log, started)
+        return run.execute()
 
 
 @contextlib.contextmanager
@@ -153,86 +188,193 @@ def _codegen_limit(spark: SparkSession, limit: str) -> Iterator[None]:
             spark.conf.set(key, before)
 
 
-def _run(
-    spark: SparkSession,
-    files: list[SourceFile],
-    notes: list[str],
-    checked: Checked,
-    refused: list[Refused],
-    config: Config,
-    ds: str,
-    zone: str,
-    warehouse: str,
-    log: TextIO,
-    started: float,
-) -> IngestResult:
-    from pyspark import StorageLevel
+def prior_manifest(warehouse: str, ds: str) -> tuple[incremental.InputManifest | None, str | None]:
+    """The input manifest of the date's last commit and its run id, when all four tables are of that commit
+    (read under the commit lock, see ``write_planned``); (None, None) otherwise: everything is parsed."""
+    tables = ("events", "quarantine", "ingest_report", "bindings")
+    runs = set()
+    for table in tables:
+        path = partition_path(warehouse, table, ds)
+        if not path.is_dir():
+            return None, None
+        runs.add((commit_of(path) or {}).get("run_id"))
+    if len(runs) != 1 or None in runs:
+        return None, None
+    found = incremental.read_manifest(partition_path(warehouse, incremental.MANIFEST_TABLE, ds))
+    return (found, runs.pop()) if found is not None else (None, None)
 
-    max_line_bytes = config.ingest.max_line_bytes
-    by_family: dict[str, list[SourceFile]] = {}
-    for f in checked.readable:
-        by_family.setdefault(parse.family(f.source), []).append(f)
 
-    def step(what: str) -> None:
-        print(f"ingest: [{time.monotonic() - started:6.1f} s] {what}", file=log, flush=True)
+class _Run:
+    """One ingest of one date: the plan (what is parsed, what is reused) and the tables, built under the lock."""
 
-    step("planning")
-    lines = {fam: read_lines(spark, fs, max_line_bytes, checked.skipped) for fam, fs in sorted(by_family.items())} or {
-        "log": read_lines(spark, [])
-    }
-    kept: list[DataFrame] = []
+    def __init__(
+        self,
+        spark: SparkSession,
+        config: Config,
+        ds: str,
+        zone: str,
+        warehouse: str,
+        files: list[SourceFile],
+        notes: list[str],
+        refused: list[Refused],
+        digests: dict[str, incremental.Digest | None],
+        key: str,
+        reuse: bool,
+        log: TextIO,
+        started: float,
+    ) -> None:
+        self.spark, self.config, self.ds, self.zone, self.warehouse = spark, config, ds, zone, warehouse
+        self.files, self.notes, self.refused, self.digests, self.key = files, notes, refused, digests, key
+        self.reuse, self.log, self.started = reuse, log, started
+        self.kept: list[DataFrame] = []
+        self.plan = incremental.Plan()
 
-    def keep(df: DataFrame, what: str) -> DataFrame:
+    def step(self, what: str) -> None:
+        print(f"ingest: [{time.monotonic() - self.started:6.1f} s] {what}", file=self.log, flush=True)
+
+    def keep(self, df: DataFrame, what: str) -> DataFrame:
         # Materialise once and cut the lineage: each later reader scans stored rows instead of recomputing the
         # classifier, and the outputs' plans ship a scan, not its expression tree (a task binary over 1 MB).
-        step(what)
+        from pyspark import StorageLevel
+
+        self.step(what)
         df = df.localCheckpoint(eager=True, storageLevel=StorageLevel.MEMORY_AND_DISK)
-        kept.append(df)
+        self.kept.append(df)
         return df
 
-    try:
-        zones = tuple(sorted({f.timezone for f in files}))
-        frameworks = tuple(config.causes.framework_packages)
-        classified = parse.classify_families(lines, ds, zone, zones, keep, frameworks)
-        instances = instance_table(spark, files, checked.fingerprints)
+    def execute(self) -> IngestResult:
+        try:
+            run_id = write_planned(self.warehouse, self.ds, "ingest", self.tables, log=self.step)
+            if run_id is None:
+                self.step(f"nothing changed since the last commit ({self.plan.summary()}): partitions kept")
+            # a few rows: sorted here rather than by a Spark sort (two more jobs)
+            report = sorted(
+                (
+                    r.asDict(recursive=True)
+                    for r in self.spark.read.parquet(str(committed(self.warehouse, "ingest_report", self.ds))).collect()
+                ),
+                key=lambda r: (r["source"], r["source_file"]),
+            )
+            self.step("done")
+        finally:
+            for df in reversed(self.kept):  # a later checkpoint may be built on an earlier one
+                release_checkpoint(df)
+        plan = self.plan
+        return IngestResult(
+            report=report,
+            notes=self.notes,
+            events=sum(r["event_rows"] or 0 for r in report),
+            quarantined=sum(r["quarantined"] or 0 for r in report),
+            seconds=time.monotonic() - self.started,
+            files_quarantined=sum(r["file_status"] == "quarantined" for r in report),
+            files_refused=sum(r["file_status"] == "refused" for r in report),
+            files_parsed=len(plan.parse),
+            files_reused=len(plan.reuse),
+            files_removed=len(plan.removed),
+            plan=plan.summary(),
+            run_id=run_id,
+        )
+
+    def tables(self) -> Tables | None:
+        """Called under the date's commit lock: what the last commit holds cannot change until ours is in."""
+        cfg = self.config.ingest
+        prior, prior_run = prior_manifest(self.warehouse, self.ds) if self.reuse else (None, None)
+        plan = self.plan = incremental.plan(prior, self.files, self.digests, self.key, self.reuse)
+        checked = check_inputs(plan.parse, cfg.max_line_bytes, cfg.max_expanded_bytes)
+        moved = incremental.demote_shared(plan, self.files, checked.fingerprints)
+        if moved:
+            checked = _merged(checked, check_inputs(moved, cfg.max_line_bytes, cfg.max_expanded_bytes))
+        for f, check in checked.damaged:
+            print(f"ingest: quarantined file {f.rel}: {check.damage}", file=self.log)
+        self.step(f"files: {plan.summary()}" + (f" (last commit {prior_run})" if prior_run else ""))
+        refused = tuple(sorted(r.rel for r in self.refused))
+        if prior is not None and not plan.parse and not plan.removed and prior.refused == refused:
+            return None
+        manifest = self._manifest(checked, prior, refused)
+        # every file reused (some removed, or a refused path came or went): no classifier to start
+        parsed = self._nothing_parsed() if plan.reuse and not plan.parse else self._parse(checked)
+        if plan.reuse:
+            parsed = self._with_reused(parsed, plan.reuse)
+        report_df = parsed["ingest_report"]
+
+        def write_report(path: object) -> None:
+            # the manifest goes into the report's staging dir: committed (swapped in) with the four tables
+            report_df.write.mode("error").parquet(str(path))
+            incremental.write_manifest(path, manifest)
+
+        return {**parsed, "ingest_report": write_report}
+
+    def _manifest(
+        self, checked: Checked, prior: incremental.InputManifest | None, refused: tuple[str, ...]
+    ) -> incremental.InputManifest:
+        damaged = {f.rel for f, _ in checked.damaged}
+        entries: dict[str, incremental.FileEntry] = {}
+        for f in self.plan.parse:
+            d = self.digests.get(f.rel) or incremental.Digest(-1, "")  # never equal to a hash: parsed next time
+            status = "quarantined" if f.rel in damaged else "read"
+            entries[f.rel] = incremental.entry(f, d, checked.fingerprints.get(f.rel), status)
+        for rel in self.plan.reuse:
+            assert prior is not None
+            entries[rel] = prior.files[rel]
+        return incremental.InputManifest(self.key, entries, refused)
+
+    def _parse(self, checked: Checked) -> dict[str, DataFrame]:
+        """The four tables of the files in ``checked`` (all of the day's in a full run) and of the refused paths."""
+        spark, ds = self.spark, self.ds
+        max_line_bytes = self.config.ingest.max_line_bytes
+        by_family: dict[str, list[SourceFile]] = {}
+        for f in checked.readable:
+            by_family.setdefault(parse.family(f.source), []).append(f)
+        self.step("planning")
+        lines = {
+            fam: read_lines(spark, fs, max_line_bytes, checked.skipped) for fam, fs in sorted(by_family.items())
+        } or {"log": read_lines(spark, [])}
+        zones = tuple(sorted({f.timezone for f in self.files}))
+        frameworks = tuple(self.config.causes.framework_packages)
+        classified = parse.classify_families(lines, ds, self.zone, zones, self.keep, frameworks)
+        instances = instance_table(spark, checked.readable, checked.fingerprints)
         long_q, long_lines = _long_line_rows(spark, checked, max_line_bytes, ds)
         quarantine = parse.quarantine_of(classified).unionByName(long_q).unionByName(_damaged_rows(spark, checked))
-        groups = keep(parse.line_groups(classified.unionByName(long_lines)), "counting lines per file")
+        groups = self.keep(parse.line_groups(classified.unionByName(long_lines)), "counting lines per file")
         # the same content read twice (two paths in the landing) gives the same event ids: written once, counted
         events, duplicates = parse.dedup_events(
-            parse.events_of(classified, instances), parse.shared_fingerprints(files, checked.fingerprints), keep
+            parse.events_of(classified, instances),
+            parse.shared_fingerprints(checked.readable, checked.fingerprints),
+            self.keep,
         )
         report_df = parse.with_duplicates(parse.report_of(groups), duplicates)
-        report_df = report_df.unionByName(_file_report_rows(spark, checked, refused))
+        report_df = report_df.unionByName(_file_report_rows(spark, checked, self.refused))
         # the four tables are committed together: a crash leaves all of them from the previous run or all new
-        tables = {
+        return {
             "events": events,
             "quarantine": quarantine,
             "ingest_report": report_df.coalesce(1),
             "bindings": parse.bindings_of(groups, instances).coalesce(1),
         }
-        write_partitions(warehouse, ds, tables, job="ingest", log=step)
-        # a few rows: sorted here rather than by a Spark sort (two more jobs)
-        report = sorted(
-            (
-                r.asDict(recursive=True)
-                for r in spark.read.parquet(str(committed(warehouse, "ingest_report", ds))).collect()
-            ),
-            key=lambda r: (r["source"], r["source_file"]),
-        )
-        step("done")
-    finally:
-        for df in reversed(kept):  # a later checkpoint may be built on an earlier one
-            release_checkpoint(df)
-    return IngestResult(
-        report=report,
-        notes=notes,
-        events=sum(r["event_rows"] or 0 for r in report),
-        quarantined=sum(r["quarantined"] or 0 for r in report),
-        seconds=time.monotonic() - started,
-        files_quarantined=len(checked.damaged),
-        files_refused=len(refused),
-    )
+
+    def _nothing_parsed(self) -> dict[str, DataFrame]:
+        """Empty tables (no Spark job) and the refused paths' report rows: every file of the day is reused."""
+        empty = Checked([], {}, [], [], {})
+        tables = {t: self.spark.createDataFrame([], contract.ddl(t)) for t in ("events", "quarantine", "bindings")}
+        return {**tables, "ingest_report": _file_report_rows(self.spark, empty, self.refused)}
+
+    def _with_reused(self, parsed: dict[str, DataFrame], reuse: list[str]) -> dict[str, DataFrame]:
+        """``parsed`` plus the rows the last commit holds for the ``reuse`` files (read lazily while staging:
+        the lock keeps that commit in place until ours is in)."""
+        from pyspark.sql import functions as F
+
+        self.step(f"copying the rows of {len(reuse)} unchanged file(s) from the last commit")
+        mine = F.col("source_file").isin(*reuse)
+        out = {}
+        for table, df in parsed.items():
+            before = self.spark.read.parquet(str(partition_path(self.warehouse, table, self.ds))).filter(mine)
+            if table == "ingest_report":
+                # refused paths are listed afresh each run (their rows are in ``parsed``)
+                before = before.filter(F.col("file_status") != "refused")
+            both = df.unionByName(before.select(*df.columns))
+            # one file, as a full run writes it (no sort: two more jobs for a few rows; readers sort)
+            out[table] = both.coalesce(1) if table in ("ingest_report", "bindings") else both
+        return out
 
 
 def _long_line_rows(spark: SparkSession, checked: Checked, cap: int, ds: str) -> tuple[DataFrame, DataFrame]:
@@ -374,7 +516,7 @@ def main(argv: list[str] | None = None) -> int:
         shuffle_partitions=config.spark.shuffle_partitions,
         conf=config.spark.conf,
     )
-    result = run_ingest(spark, config, args.date, landing, args.warehouse)
+    result = run_ingest(spark, config, args.date, landing, args.warehouse, reuse=args.reuse)
     _print_result(args.date, result)
     if args.catch_up:
         _catch_up(spark, config, layout, args.warehouse, args.date)
@@ -387,6 +529,8 @@ def _print_result(ds: str, result: IngestResult) -> None:
         f"ingest {ds}: {result.events} events, {result.quarantined} quarantined lines, "
         f"{result.files_quarantined} files quarantined, {result.files_refused} refused, {result.seconds:.1f} s"
     )
+    written = "nothing changed, partitions kept" if result.run_id is None else f"committed as run {result.run_id}"
+    print(f"ingest {ds}: {result.plan}; {written}")
 
 
 def _catch_up(spark: SparkSession, config: Config, layout: Layout, warehouse: str, ds: str) -> None:
