@@ -233,7 +233,7 @@ def test_parser_key_is_the_same_from_the_zip_spark_submit_ships(tmp_path: pathli
     from rocketmq_retry.jobs.ingest import incremental
 
     package = pathlib.Path(incremental.__file__).resolve().parents[2]
-    archive = tmp_path / "rocketmq_retry.zip"
+    archive = tmp_path / "package.zip"  # the --py-files archive (its name is not a module)
     with zipfile.ZipFile(archive, "w") as zf:
         for f in package.rglob("*.py"):
             zf.write(f, f.relative_to(package.parent).as_posix())
