@@ -37,6 +37,7 @@ CONFIG = parse_config(
             "fallback": {"broker": "fast", "max_reconsume_times": 3},
             "local": {"broker": "fast", "max_reconsume_times": 3},
             "timeout": {"broker": "fast"},
+            "timeout_dlq": {"broker": "fast", "max_reconsume_times": 1},
             "orderly": {"broker": "fast", "consume_mode": "orderly", "max_reconsume_times": 2},
             "bcast": {"broker": "fast", "message_model": "broadcasting"},
             "pop": {"broker": "five", "consume_mode": "pop"},
@@ -146,6 +147,18 @@ def scenario_events() -> Events:
     e.add("DELIVERED", 0, "timeout", "M-to", 0)
     e.add("CONSUME_TIMEOUT", 900, "timeout", "M-to", 0, source="rocketmq-client-4x")
     e.trace(903.2, "timeout", "M-to", 1, ok=True)
+    # 8b. the last allowed delivery times out (§1.6): the expired message is sent back past max, to the DLQ, and
+    # the listener's late success shows in the trace afterwards. The client logs each failure twice (L-C1 and
+    # L-C2, both with r) and L-C8 without r: that line is the delivery the trace last saw begin (r = 1).
+    e.add("DELIVERED", 0, "timeout_dlq", "M-tdl", 0)
+    e.add("CONSUME_FAILED", 0.01, "timeout_dlq", "M-tdl", None)
+    e.add("CONSUME_FAILED", 0.02, "timeout_dlq", "M-tdl", 0, source="rocketmq-client-4x")
+    e.add("CONSUME_FAILED", 0.02, "timeout_dlq", "M-tdl", 0, source="rocketmq-client-4x")
+    e.copies(0.05, "timeout_dlq", "M-tdl", 1, 3, 3)
+    e.add("DELIVERED", 3.1, "timeout_dlq", "M-tdl", 1)
+    e.add("CONSUME_TIMEOUT", 903.1, "timeout_dlq", "M-tdl", None, source="rocketmq-client-4x")
+    e.dlq(903.15, "timeout_dlq", "M-tdl", 2)
+    e.add("CONSUME_OK", 1203.1, "timeout_dlq", "M-tdl", None)
     # 9. orderly, max 2 (§4): 3 local deliveries 1 s apart, then the 4.x re-publish waits at level 3 + 2 = 5 s.
     for r in range(3):
         e.trace(r * 1.01, "orderly", "M-or", r, ok=False)
@@ -397,6 +410,21 @@ def test_local_resubmit(outputs: dict[str, list[Row]]) -> None:
             Row(hop=4, to_state="CONSUMED", physical_topic=None, drift_ms=None),
         ],
     )
+
+
+def test_a_timed_out_last_delivery_is_dead_lettered_whatever_the_listener_returns_later(
+    outputs: dict[str, list[Row]],
+) -> None:
+    # found on the production line mix (docs/scale.md): L-C8 took r = 2 from counting its client log's failure
+    # lines, so the late success became a consumption, hops were invented, and reconsume_times went 6 -> 4
+    assert [r["final_state"] for r in life(outputs, "timeout_dlq")] == ["DEAD_LETTERED"]
+    transitions = sorted(
+        (r for r in outputs["transitions"] if r["consumer_group"] == "timeout_dlq"), key=lambda r: r["hop"]
+    )
+    times = [r["reconsume_times"] for r in transitions]
+    assert times == sorted(times), times
+    assert not any(r["to_state"] == "CONSUMED" for r in transitions)
+    assert not any(r["inferred"] and r["from_state"] == "CONSUMED" for r in transitions)
 
 
 def test_consume_timeout(outputs: dict[str, list[Row]]) -> None:

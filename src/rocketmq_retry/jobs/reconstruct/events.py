@@ -260,6 +260,17 @@ def observations_of_linked(
     # A source that never logs r (the gRPC SDK's listener-exception line, §6.2) logs one line per failed delivery:
     # its n-th line is attempt n - 1.
     nth = F.count(F.when(F.col("kind").isin("OK", "FAIL", "SUSPEND", "TIMEOUT", "DROP"), 1)).over(ordered) - 1
-    filled = F.when(F.col("_rid").isNotNull(), by_request).otherwise(F.coalesce(last_delivery_r, nth.cast("int")))
+    # L-C8 "send expire msg back" (§1.6) prints no r, and the delivery it expires logged nothing in the client's own
+    # file when the listener was still running: it is the delivery any source last saw begin. Counting the file's
+    # failure lines instead (two a failure on 4.x: L-C1 and L-C2) put it attempts too late.
+    any_source = (
+        Window.partitionBy("consumer_group", "msg_id")
+        .orderBy("t_ms", F.when(F.col("kind") == "DELIVERY", 0).otherwise(1), "event_id")
+        .rowsBetween(Window.unboundedPreceding, Window.currentRow)
+    )
+    expired_r = F.when(F.col("kind") == "TIMEOUT", F.last(delivery_r, ignorenulls=True).over(any_source))
+    filled = F.when(F.col("_rid").isNotNull(), by_request).otherwise(
+        F.coalesce(last_delivery_r, expired_r, nth.cast("int"))
+    )
     ev = ev.withColumn("reconsume_times", F.when(fill, filled).otherwise(F.col("reconsume_times")))
     return ev.withColumnRenamed("_rid", "request_id").withColumn("attempt", attempt_of(orderly_groups))
