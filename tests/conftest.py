@@ -62,8 +62,10 @@ os.environ.pop("ROCKETMQ_RETRY_CONFIG", None)  # tests never pick up a developer
 LONG_MODULES = (
     "test_dag_e2e.py",
     "test_backfill_scheduler.py",
+    "test_make_airflow.py",
     "test_attribution_property.py",
     "test_spark_cluster.py",
+    "test_scheduler_no_wait.py",
 )
 
 
