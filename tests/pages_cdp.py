@@ -13,6 +13,7 @@ import re
 import subprocess
 import time
 import urllib.request
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -107,3 +108,26 @@ class Browser:
             self._proc.wait(10)
         except subprocess.TimeoutExpired:
             self._proc.kill()
+
+
+@contextlib.contextmanager
+def open_tab(profile: os.PathLike[str] | str) -> Iterator[Page]:
+    """A 1280×800 tab of a headless Chromium of its own, closed with its browser."""
+    browser = Browser(profile)
+    tab = browser.page()
+    try:
+        yield tab
+    finally:
+        tab.close()
+        browser.close()
+
+
+@contextlib.contextmanager
+def serve_pages(warehouse: os.PathLike[str] | str, config: Any) -> Iterator[str]:
+    """The operator's pages over ``warehouse`` on 127.0.0.1, without Airflow's authentication; their base URL."""
+    from rocketmq_retry.airflow.pages import app as pages
+    from test_docs_browser import serve_app
+
+    app = pages.create_pages_app(lambda: pages.Source(warehouse, config), authenticate=False)
+    with serve_app(app, "the pages app") as url:
+        yield url

@@ -8,7 +8,6 @@ deadline, derandomized so a failure reproduces; about half a minute on the share
 from __future__ import annotations
 
 import collections
-import os
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -20,7 +19,6 @@ from hypothesis import HealthCheck, Phase, given, settings
 from schemathesis import GenerationMode, checks
 
 import test_pages_support as lit
-from conftest import ROOT
 
 pytestmark = [pytest.mark.airflow]
 API = "/rocketmq-retry/api/v1"
@@ -38,33 +36,10 @@ CHECKS = [
 
 @pytest.fixture(scope="module")
 def airflow_app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    from airflow.dag_processing.bundles.manager import DagBundlesManager
-    from airflow.dag_processing.dagbag import BundleDagBag, sync_bag_to_db
-    from airflow.utils import db
-
-    warehouse, config = lit.build(tmp_path_factory.mktemp("api-fuzz"))
-    env = {"ROCKETMQ_RETRY_WAREHOUSE_ROOT": str(warehouse), "ROCKETMQ_RETRY_CONFIG": str(config)}
-    saved = {k: os.environ.get(k) for k in env}
-    os.environ.update(env)
-    db.initdb()
-    # The daily DAG in the metadata database, as the dag-processor would put it there: the read check asks for it.
-    manager = DagBundlesManager()
-    manager.sync_bundles_to_db()
-    bundle = next(b for b in manager.get_all_dag_bundles() if b.name == "dags-folder")
-    bundle.initialize()
-    bag = BundleDagBag(dag_folder=str(ROOT / "dags"), bundle_path=bundle.path, bundle_name=bundle.name)
-    assert bag.import_errors == {}
-    sync_bag_to_db(bag, bundle.name, None)
-    from airflow.api_fastapi.main import app
-
-    started = time.monotonic()
-    yield app
-    took = time.monotonic() - started
-    for key, value in saved.items():
-        if value is None:
-            os.environ.pop(key, None)
-        else:
-            os.environ[key] = value
+    with lit.airflow_api_app(*lit.build(tmp_path_factory.mktemp("api-fuzz"))) as app:
+        started = time.monotonic()
+        yield app
+        took = time.monotonic() - started
     _print_figures(took)
 
 

@@ -17,7 +17,6 @@ import pytest
 from fastapi.testclient import TestClient
 
 import test_pages_support as lit
-from conftest import ROOT
 
 pytestmark = [pytest.mark.airflow]
 OPS = "/rocketmq-retry/ops"
@@ -38,31 +37,8 @@ GET_PAGES = [
 
 @pytest.fixture(scope="module")
 def api(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TestClient]:
-    from airflow.dag_processing.bundles.manager import DagBundlesManager
-    from airflow.dag_processing.dagbag import BundleDagBag, sync_bag_to_db
-    from airflow.utils import db
-
-    warehouse, config = lit.build(tmp_path_factory.mktemp("auth"))
-    env = {"ROCKETMQ_RETRY_WAREHOUSE_ROOT": str(warehouse), "ROCKETMQ_RETRY_CONFIG": str(config)}
-    saved = {k: os.environ.get(k) for k in env}
-    os.environ.update(env)
-    db.initdb()
-    # The two DAGs in the metadata database, as the dag-processor would put them there.
-    manager = DagBundlesManager()
-    manager.sync_bundles_to_db()
-    bundle = next(b for b in manager.get_all_dag_bundles() if b.name == "dags-folder")
-    bundle.initialize()
-    bag = BundleDagBag(dag_folder=str(ROOT / "dags"), bundle_path=bundle.path, bundle_name=bundle.name)
-    assert bag.import_errors == {}
-    sync_bag_to_db(bag, bundle.name, None)
-    from airflow.api_fastapi.main import app
-
-    yield TestClient(app)
-    for key, value in saved.items():
-        if value is None:
-            os.environ.pop(key, None)
-        else:
-            os.environ[key] = value
+    with lit.airflow_api_app(*lit.build(tmp_path_factory.mktemp("auth"))) as app:
+        yield TestClient(app)
 
 
 def _token(name: str, role: str) -> str:

@@ -11,9 +11,8 @@ from collections.abc import Iterator
 import pytest
 
 from explore_literal import at, commit, dead
-from pages_cdp import WIDTH, Browser, Page
+from pages_cdp import WIDTH, Page, open_tab, serve_pages
 from rocketmq_retry.compensation.ledger import Ledger, Registration
-from test_docs_browser import serve_app
 
 pytestmark = [pytest.mark.browser]
 LONG = "GID_settlement_reconciliation_nightly_batch_consumer"
@@ -55,23 +54,14 @@ def build(base: pathlib.Path) -> tuple[pathlib.Path, pathlib.Path]:
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    from rocketmq_retry.airflow.pages import app as pages
-
-    warehouse, config = build(tmp_path_factory.mktemp("backlog-browser"))
-    app = pages.create_pages_app(lambda: pages.Source(warehouse, config), authenticate=False)
-    with serve_app(app, "the pages app") as url:
+    with serve_pages(*build(tmp_path_factory.mktemp("backlog-browser"))) as url:
         yield url
 
 
 @pytest.fixture()
 def page(tmp_path: pathlib.Path) -> Iterator[Page]:
-    browser = Browser(tmp_path / "profile")
-    tab = browser.page()
-    try:
+    with open_tab(tmp_path / "profile") as tab:
         yield tab
-    finally:
-        tab.close()
-        browser.close()
 
 
 def test_backlog_fits_1280_by_800(server: str, page: Page, shots: pathlib.Path) -> None:

@@ -11,8 +11,7 @@ from collections.abc import Iterator
 import pytest
 
 import pages_causes_support as day
-from pages_cdp import WIDTH, Browser, Page
-from test_docs_browser import serve_app
+from pages_cdp import WIDTH, Page, open_tab, serve_pages
 
 pytestmark = [pytest.mark.browser]
 D = day.DAY
@@ -21,23 +20,14 @@ ONE_LINE_PX = 28  # one line of the dead-letter table's 13 px text with its padd
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    from rocketmq_retry.airflow.pages import app as pages
-
-    warehouse, config = day.build(tmp_path_factory.mktemp("causes-browser"))
-    app = pages.create_pages_app(lambda: pages.Source(warehouse, config), authenticate=False)
-    with serve_app(app, "the pages app") as url:
+    with serve_pages(*day.build(tmp_path_factory.mktemp("causes-browser"))) as url:
         yield url
 
 
 @pytest.fixture()
 def page(tmp_path: pathlib.Path) -> Iterator[Page]:
-    browser = Browser(tmp_path / "profile")
-    tab = browser.page()
-    try:
+    with open_tab(tmp_path / "profile") as tab:
         yield tab
-    finally:
-        tab.close()
-        browser.close()
 
 
 def test_causes_page_at_1280_by_800(server: str, page: Page, shots: pathlib.Path) -> None:

@@ -13,7 +13,7 @@ import pytest
 from fastapi.responses import HTMLResponse
 
 import pages_desk_support as desk
-from pages_cdp import WIDTH, Browser, Page
+from pages_cdp import WIDTH, Page, open_tab
 from test_docs_browser import serve_app
 
 pytestmark = [pytest.mark.browser]
@@ -46,13 +46,8 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
 @pytest.fixture()
 def page(tmp_path: pathlib.Path) -> Iterator[Page]:
-    browser = Browser(tmp_path / "profile")
-    tab = browser.page()
-    try:
+    with open_tab(tmp_path / "profile") as tab:
         yield tab
-    finally:
-        tab.close()
-        browser.close()
 
 
 LAYOUT = """(() => {

@@ -9,8 +9,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from pages_cdp import WIDTH, Browser, Page
-from test_docs_browser import serve_app
+from pages_cdp import WIDTH, Page, open_tab, serve_pages
 from test_pages_ledger_outcomes import D1, D2, build
 
 pytestmark = [pytest.mark.browser]
@@ -18,23 +17,14 @@ pytestmark = [pytest.mark.browser]
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    from rocketmq_retry.airflow.pages import app as pages
-
-    warehouse, config = build(tmp_path_factory.mktemp("outcomes-browser"))
-    app = pages.create_pages_app(lambda: pages.Source(warehouse, config), authenticate=False)
-    with serve_app(app, "the pages app") as url:
+    with serve_pages(*build(tmp_path_factory.mktemp("outcomes-browser"))) as url:
         yield url
 
 
 @pytest.fixture()
 def page(tmp_path: pathlib.Path) -> Iterator[Page]:
-    browser = Browser(tmp_path / "profile")
-    tab = browser.page()
-    try:
+    with open_tab(tmp_path / "profile") as tab:
         yield tab
-    finally:
-        tab.close()
-        browser.close()
 
 
 def test_reasons_and_the_loop_fit_1280_by_800(server: str, page: Page, shots: pathlib.Path) -> None:

@@ -5,12 +5,16 @@ rows are FAILED (re-drivable) and others DONE."""
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
+import os
 import pathlib
+from collections.abc import Iterator
 from typing import Any
 
 import yaml
 
+from conftest import ROOT
 from rocketmq_retry import contract
 
 DAY = "2026-11-21"
@@ -232,3 +236,34 @@ def html_client(warehouse: pathlib.Path, config: pathlib.Path) -> Any:
 
     return TestClient(pages.create_pages_app(lambda: pages.Source(warehouse, config), authenticate=False),
                       headers={"accept": "text/html"})  # fmt: skip
+
+
+@contextlib.contextmanager
+def airflow_api_app(warehouse: pathlib.Path, config: pathlib.Path) -> Iterator[Any]:
+    """Airflow's own api-server app (with the plugin's pages and API) over ``warehouse``: a metadata database with
+    the DAGs in it, as the dag-processor would put them there (the pages' read check asks for the daily DAG); the
+    deployment's environment restored afterwards."""
+    from airflow.api_fastapi.main import app
+    from airflow.dag_processing.bundles.manager import DagBundlesManager
+    from airflow.dag_processing.dagbag import BundleDagBag, sync_bag_to_db
+    from airflow.utils import db
+
+    env = {"ROCKETMQ_RETRY_WAREHOUSE_ROOT": str(warehouse), "ROCKETMQ_RETRY_CONFIG": str(config)}
+    saved = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
+    try:
+        db.initdb()
+        manager = DagBundlesManager()
+        manager.sync_bundles_to_db()
+        bundle = next(b for b in manager.get_all_dag_bundles() if b.name == "dags-folder")
+        bundle.initialize()
+        bag = BundleDagBag(dag_folder=str(ROOT / "dags"), bundle_path=bundle.path, bundle_name=bundle.name)
+        assert bag.import_errors == {}
+        sync_bag_to_db(bag, bundle.name, None)
+        yield app
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
