@@ -84,8 +84,9 @@ def test_a_triggered_run_finishes_while_yesterday_waits_for_its_landing(
 
     _wait("the dag-processor to serialize both DAGs", parsed, timeout=240)
     paused = {r["dag_id"]: r["is_paused"] for r in meta.rows("SELECT dag_id, is_paused FROM dag")}
-    # as installed: the daily DAG waits for the operator (its schedule creates runs); the re-drive DAG runs triggers
-    assert paused == {DAG_ID: True, REDRIVE: False}, paused
+    # as installed: the daily DAG waits for the operator (its schedule creates runs); the re-drive DAG runs triggers,
+    # and so does the compensate DAG (no schedule unless compensation.trigger is asset)
+    assert paused == {DAG_ID: True, REDRIVE: False, "rocketmq_retry_compensate": False}, paused
 
     _airflow(deployment, "dags", "unpause", DAG_ID)
 
