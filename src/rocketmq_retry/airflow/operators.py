@@ -64,7 +64,8 @@ class RunLineageMixin:
         return OperatorLineage(inputs=inputs, outputs=outputs, run_facets=facts)
 
     def lineage_datasets(self, paths: dict[str, str], *, finished: bool) -> tuple[list[Any], list[Any], dict[str, Any]]:
-        raise NotImplementedError
+        """(inputs, outputs, run facets) of one run: each operator that mixes this in names its own."""
+        raise NotImplementedError(f"{type(self).__name__} mixes in RunLineageMixin without naming its datasets")
 
     def get_openlineage_facets_on_start(self) -> Any:
         return self.lineage(finished=False)

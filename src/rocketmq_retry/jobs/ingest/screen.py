@@ -400,6 +400,7 @@ def settle_candidates(df: DataFrame) -> DataFrame:
             AS resend_of_lp1""",
     )
     rollup = f"startswith(msg, '[') AND msg RLIKE {sql_str(P.STATS_ROLLUP)}"
+    truncated = _truncated_sql()
     rollup_kind = "'stats hour/day roll-up (repeats the minute lines)'"
     lp1_deferred = f"stmt = {LP1} AND source = 'rocketmq-client-4x' AND NOT contains(msg, 'InvokeID: %s')"
     stats_kind = f"concat('stats ', coalesce(nullif(regexp_extract(msg, {sql_str(STATS_TAG)}, 1), ''), '?'))"
@@ -417,7 +418,7 @@ def settle_candidates(df: DataFrame) -> DataFrame:
         (f"stmt IS NOT NULL AND {full_ok}", "event", "NULL"),
         ("stmt IS NOT NULL", "quarantined", f"concat('truncated or malformed ', {stmt_ref}, ' statement')"),
         # a line cut inside a statement's prefix (docs/ingest.md "Noise and continuation lines")
-        (f"{_truncated_sql()} != ''", "quarantined", f"concat('truncated ', {_truncated_sql()}, ' statement')"),
+        (f"{truncated} != ''", "quarantined", f"concat('truncated ', {truncated}, ' statement')"),
     ]
     kept_raw = ", ".join(str(i) for i, (_, cat, _) in enumerate(branches) if cat == "quarantined")
     df = df.selectExpr(
