@@ -72,6 +72,19 @@ def _message(value: str | None) -> str | None:
     return _truncate(redact(value))
 
 
+def in_range(stmt: Any, date_from: str | None, date_to: str | None, consumer_group: str | None) -> Any:
+    """``stmt`` kept to the ledger rows whose dead-letter date is in the range (an empty bound: no bound), of one
+    consumer group or all: the one reading of a range the ledger's queries and the pages' share."""
+    t = ledger.c
+    if date_from:
+        stmt = stmt.where(t.dlq_date >= date_from)
+    if date_to:
+        stmt = stmt.where(t.dlq_date <= date_to)
+    if consumer_group:
+        stmt = stmt.where(t.consumer_group == consumer_group)
+    return stmt
+
+
 class Ledger:
     def __init__(
         self,
@@ -451,12 +464,7 @@ class Ledger:
         stmt = select(ledger)
         if states:
             stmt = stmt.where(t.state.in_([s.value for s in states]))
-        if date_from:
-            stmt = stmt.where(t.dlq_date >= date_from)
-        if date_to:
-            stmt = stmt.where(t.dlq_date <= date_to)
-        if consumer_group:
-            stmt = stmt.where(t.consumer_group == consumer_group)
+        stmt = in_range(stmt, date_from, date_to, consumer_group)
         if msg_ids:
             stmt = stmt.where(t.msg_id.in_(list(msg_ids)))
         stmt = stmt.order_by(t.dlq_date, t.consumer_group, t.msg_id)

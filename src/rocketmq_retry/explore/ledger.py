@@ -16,7 +16,7 @@ from sqlalchemy import func, select, tuple_
 from sqlalchemy.engine import make_url
 
 from rocketmq_retry.compensation.database import resolve_ledger_url
-from rocketmq_retry.compensation.ledger import Ledger
+from rocketmq_retry.compensation.ledger import Ledger, in_range
 from rocketmq_retry.compensation.schema import ledger as ledger_table
 from rocketmq_retry.config import Config
 from rocketmq_retry.explore.model import CompensationRecord
@@ -135,13 +135,12 @@ class LedgerReader:
         if ledger is None:
             return []
         t = ledger_table.c
-        stmt = select(t.reason, func.count()).where(t.reason.is_not(None)).group_by(t.reason)
-        if date_from:
-            stmt = stmt.where(t.dlq_date >= date_from)
-        if date_to:
-            stmt = stmt.where(t.dlq_date <= date_to)
-        if consumer_group:
-            stmt = stmt.where(t.consumer_group == consumer_group)
+        stmt = in_range(
+            select(t.reason, func.count()).where(t.reason.is_not(None)).group_by(t.reason),
+            date_from,
+            date_to,
+            consumer_group,
+        )
         with ledger.engine.connect() as conn:
             counts = [(str(reason), int(n)) for reason, n in conn.execute(stmt)]
         return sorted(counts, key=lambda c: (-c[1], c[0]))
