@@ -1,8 +1,12 @@
 """A late file's re-run against a full ingest of the same day (docs/ingest.md "Late files"); not a test.
 
-    .venv/bin/python benchmarks/bench_late_files.py --lines 1000000 [--late REL] [--workdir DIR] [--reconstruct]
+    .venv/bin/python benchmarks/bench_late_files.py --lines 1000000 [--profile production] [--late REL]
+        [--workdir DIR] [--reconstruct]
 
-It simulates a day as ``bench_ingest.py`` does (or reuses ``<workdir>/landing-<lines>``), picks one host's file as
+It simulates a day as ``bench_ingest.py`` does, or with ``--profile`` a line mix of ``bench_pipeline.py``
+(docs/scale.md "Line mixes": the topology's config then reads it), or reuses ``<workdir>/landing-<lines>``
+(``landing-<profile>-<lines>``; ``--from-landing`` takes one already simulated, e.g. bench_pipeline's), picks one
+host's file as
 the late one (``--late``, a path under the landing; by default the largest client or application log: the
 busiest host's collector was down), then, each step as a new JVM (``bench_ingest.py``'s Spark settings):
 
@@ -110,7 +114,13 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--lines", type=int, default=1_000_000, help="simulated lines")
     p.add_argument("--date", default="2026-11-20")
-    p.add_argument("--config", default="examples/rocketmq-retry.yaml")
+    p.add_argument("--config", default=None, help="default: the profile's topology, else examples/rocketmq-retry.yaml")
+    p.add_argument(
+        "--profile",
+        default=None,
+        help="a line mix of bench_pipeline.py (shared-topic, production); default: bench_ingest's",
+    )
+    p.add_argument("--from-landing", default=None, help="a landing already simulated for these settings (not copied)")
     p.add_argument("--driver-memory", default="2g")
     p.add_argument("--shuffle-partitions", type=int, default=4)
     p.add_argument("--workdir", default=None, help="keeps landing-<lines> between runs (simulated once)")
@@ -124,14 +134,32 @@ def main(argv: list[str] | None = None) -> int:
     if args.child:
         return child(args)
 
-    from bench_ingest import simulate
-
     from rocketmq_retry.config import load_config
 
+    profile = None
+    if args.profile:
+        from bench_pipeline import DS, PROFILES
+
+        if args.profile not in PROFILES:
+            p.error(f"--profile: unknown {args.profile!r}; expected one of {', '.join(PROFILES)}")
+        profile = PROFILES[args.profile]
+        if args.date != DS:
+            p.error(f"--profile simulates {DS}; --date {args.date} would read another day")
+    args.config = args.config or str(profile.topology if profile else "examples/rocketmq-retry.yaml")
     config = load_config(args.config)
     work = pathlib.Path(args.workdir or tempfile.mkdtemp(prefix="bench-late-"))
-    landing = work / f"landing-{args.lines}"
-    if not landing.is_dir():
+    landing = work / (f"landing-{profile.name}-{args.lines}" if profile else f"landing-{args.lines}")
+    if args.from_landing:
+        landing = pathlib.Path(args.from_landing).resolve()
+        if not landing.is_dir():
+            p.error(f"--from-landing {landing}: no such folder")
+    elif profile is not None:
+        from bench_pipeline import simulate as simulate_profile
+
+        simulate_profile(landing, args.lines, profile)  # reused when its marker matches these settings
+    elif not landing.is_dir():
+        from bench_ingest import simulate
+
         total = simulate(landing, args.lines, args.date, args.config)
         print(f"simulated {total} lines in {landing}", file=sys.stderr)
     late = args.late or pick_late(config, landing, args.date)
