@@ -500,6 +500,13 @@ class SparkConfig(_Strict):
     driver_memory: str = "1g"
     shuffle_partitions: int = Field(4, gt=0)
     conf: dict[str, str] = Field(default_factory=dict)
+    interpreted_below_rows: int = Field(
+        200_000,
+        ge=0,
+        description="A step whose input has fewer rows (ingest: the lines it parses; reconstruct: the events it "
+        "reads; validate: the rows it validates) runs on Spark's interpreted expressions instead of generated code, "
+        "under spark-submit too: a small day's steps are mostly compile time (docs/scale.md). 0: never.",
+    )
 
 
 class Config(_Strict):

@@ -4,9 +4,10 @@ server (``sc://host:port``; docs/airflow.md "A warm Spark Connect server")."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import warnings
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -117,6 +118,40 @@ def active_session() -> SparkSession | None:
     from pyspark.sql import SparkSession
 
     return SparkSession.getActiveSession()
+
+
+# Spark's interpreted expressions instead of generated code. On a small input a step's time is mostly generating
+# code and compiling it (Janino, then the JIT on the JVM's other threads), not rows: the example day's three CLI
+# steps 171-181 s -> 140-153 s, their CPU 279-297 -> 222-237 s (docs/scale.md "Small days"). ``factoryMode`` is an
+# internal setting of Spark's SQLConf (``CodegenObjectFactoryMode``), read as each plan's projections and
+# predicates are built; results are the same either way (Spark's own tests run both modes), and the jobs' outputs
+# were compared row for row (docs/scale.md).
+INTERPRETED = {"spark.sql.codegen.wholeStage": "false", "spark.sql.codegen.factoryMode": "NO_CODEGEN"}
+
+
+@contextlib.contextmanager
+def session_settings(spark: SparkSession, settings: Mapping[str, str]) -> Iterator[None]:
+    """``settings`` on the session for the block, the values before it restored after: a session that outlives
+    the step (a test suite's, ``rocketmq-retry run``'s, a Connect server's) keeps its own."""
+    before = {key: spark.conf.get(key, None) for key in settings}
+    for key, value in settings.items():
+        spark.conf.set(key, value)
+    try:
+        yield
+    finally:
+        for key, value in before.items():
+            if value is None:
+                spark.conf.unset(key)
+            else:
+                spark.conf.set(key, value)
+
+
+def small_input_settings(rows: int, below: int, pinned: Mapping[str, str]) -> dict[str, str]:
+    """The settings of a step over ``rows`` input rows: ``INTERPRETED`` when it has fewer than ``below``
+    (``spark.interpreted_below_rows``; 0: never), less the keys the config's ``spark.conf`` sets itself."""
+    if rows >= below:
+        return {}
+    return {key: value for key, value in INTERPRETED.items() if key not in pinned}
 
 
 def release_checkpoint(df: DataFrame) -> None:

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from rocketmq_retry.dates import partition_date
 from rocketmq_retry.errors import InputError, UserError
+from rocketmq_retry.spark_session import session_settings, small_input_settings
 from rocketmq_retry.urls import docs_url, run_page, run_url
 from rocketmq_retry.validation.settings import ValidationSettings
 from rocketmq_retry.validation.status import badge, status
@@ -166,7 +167,11 @@ def validate_partition(
     try:
         # counted (and cached) before Great Expectations is needed: meanwhile it may still be loading (``run``)
         rows = {table: frame.count() for table, frame in frames.items()}
-        return _validate_frames(frames, rows, config, settings, ds, warehouse)
+        # a small partition's metrics run on Spark's interpreted expressions: compiling each metric's code costs
+        # more than its rows (``spark_session.small_input_settings``)
+        small = small_input_settings(sum(rows.values()), config.spark.interpreted_below_rows, config.spark.conf)
+        with session_settings(spark, small):
+            return _validate_frames(frames, rows, config, settings, ds, warehouse)
     finally:
         for table, frame in frames.items():  # a worker or test session that outlives the run keeps no cached blocks
             spark.catalog.dropTempView(view(table))

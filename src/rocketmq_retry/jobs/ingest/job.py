@@ -12,7 +12,6 @@ import argparse
 import contextlib
 import sys
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TextIO
 
@@ -25,7 +24,12 @@ from rocketmq_retry.jobs.ingest import patterns as P
 from rocketmq_retry.jobs.ingest.catchup import DS, Layout, catch_up, date_ranges, landing_layout
 from rocketmq_retry.jobs.ingest.check import FileCheck, check_file
 from rocketmq_retry.jobs.ingest.read import Refused, SourceFile, instance_table, read_lines, resolve_inputs
-from rocketmq_retry.spark_session import build_spark_session, release_checkpoint
+from rocketmq_retry.spark_session import (
+    build_spark_session,
+    release_checkpoint,
+    session_settings,
+    small_input_settings,
+)
 from rocketmq_retry.warehouse.partitions import Tables, commit_of, committed, partition_path, write_planned
 
 if TYPE_CHECKING:
@@ -62,6 +66,7 @@ class Checked:
     long_lines: list[tuple[SourceFile, int, int, int, str]]  # file, line_no, byte_offset, size, raw
     damaged: list[tuple[SourceFile, FileCheck]]
     fingerprints: dict[str, str]  # source_file -> content fingerprint (ingest.check), the file part of event_id
+    lines: int = 0  # lines of the readable files, as Hadoop's reader sees them
 
 
 def long_line_reason(max_line_bytes: int) -> str:
@@ -79,6 +84,7 @@ def check_inputs(files: list[SourceFile], max_line_bytes: int, max_expanded_byte
     long_lines: list[tuple[SourceFile, int, int, int, str]] = []
     damaged: list[tuple[SourceFile, FileCheck]] = []
     fingerprints: dict[str, str] = {}
+    lines = 0
     for f in files:
         try:
             check = check_file(f.path, max_line_bytes, max_expanded_bytes)
@@ -89,12 +95,13 @@ def check_inputs(files: list[SourceFile], max_line_bytes: int, max_expanded_byte
             continue
         readable.append(f)
         fingerprints[f.rel] = check.fingerprint
+        lines += check.lines
         if check.long_lines:
             skipped[f.path] = [ln.line_no for ln in check.long_lines]
             for ln in check.long_lines:
                 raw = ln.head.decode("utf-8", "replace")[: P.RAW_CAP]
                 long_lines.append((f, ln.line_no, ln.byte_offset, ln.size, raw))
-    return Checked(readable, skipped, long_lines, damaged, fingerprints)
+    return Checked(readable, skipped, long_lines, damaged, fingerprints, lines)
 
 
 def _merged(a: Checked, b: Checked) -> Checked:
@@ -104,6 +111,7 @@ def _merged(a: Checked, b: Checked) -> Checked:
         a.long_lines + b.long_lines,
         a.damaged + b.damaged,
         {**a.fingerprints, **b.fingerprints},
+        a.lines + b.lines,
     )
 
 
@@ -170,22 +178,8 @@ def run_ingest(
     # dt=D is the calendar day D in the config's zone (as the simulator's --date); event_time stays UTC
     zone = config.timezone
     run = _Run(spark, config, ds, zone, warehouse, files, notes, refused, digests, key, reuse, log, started)
-    with _codegen_limit(spark, INGEST_HUGE_METHOD_LIMIT):
+    with session_settings(spark, {"spark.sql.codegen.hugeMethodLimit": INGEST_HUGE_METHOD_LIMIT}):
         return run.execute()
-
-
-@contextlib.contextmanager
-def _codegen_limit(spark: SparkSession, limit: str) -> Iterator[None]:
-    key = "spark.sql.codegen.hugeMethodLimit"
-    before = spark.conf.get(key, None)
-    spark.conf.set(key, limit)
-    try:
-        yield
-    finally:
-        if before is None:
-            spark.conf.unset(key)
-        else:
-            spark.conf.set(key, before)
 
 
 def prior_manifest(warehouse: str, ds: str) -> tuple[incremental.InputManifest | None, str | None]:
@@ -228,6 +222,7 @@ class _Run:
         self.reuse, self.log, self.started = reuse, log, started
         self.kept: list[DataFrame] = []
         self.plan = incremental.Plan()
+        self.settings = contextlib.ExitStack()  # the session settings of this run's parse, undone when it ends
 
     def step(self, what: str) -> None:
         print(f"ingest: [{time.monotonic() - self.started:6.1f} s] {what}", file=self.log, flush=True)
@@ -259,6 +254,7 @@ class _Run:
         finally:
             for df in reversed(self.kept):  # a later checkpoint may be built on an earlier one
                 release_checkpoint(df)
+            self.settings.close()
         plan = self.plan
         return IngestResult(
             report=report,
@@ -291,6 +287,7 @@ class _Run:
         if prior is not None and not plan.parse and not plan.removed and prior.refused == refused:
             return None
         manifest = self._manifest(checked, prior, refused)
+        self._size_the_parse(checked.lines)
         # every file reused (some removed, or a refused path came or went): no classifier to start
         parsed = self._nothing_parsed() if plan.reuse and not plan.parse else self._parse(checked)
         if plan.reuse:
@@ -303,6 +300,16 @@ class _Run:
             incremental.write_manifest(path, manifest)
 
         return {**parsed, "ingest_report": write_report}
+
+    def _size_the_parse(self, lines: int) -> None:
+        """A small parse (a small day, a late file) runs on Spark's interpreted expressions: generating and
+        compiling its code would cost more than its rows (``spark_session.small_input_settings``)."""
+        spark_config = self.config.spark
+        settings = small_input_settings(lines, spark_config.interpreted_below_rows, spark_config.conf)
+        if settings:
+            below = spark_config.interpreted_below_rows
+            self.step(f"{lines} lines to parse (spark.interpreted_below_rows: {below}): interpreted expressions")
+        self.settings.enter_context(session_settings(self.spark, settings))
 
     def _manifest(
         self, checked: Checked, prior: incremental.InputManifest | None, refused: tuple[str, ...]

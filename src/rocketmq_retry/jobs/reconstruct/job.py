@@ -231,7 +231,7 @@ def cli(argv: list[str] | None = None) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from rocketmq_retry.spark_session import build_spark_session
+    from rocketmq_retry.spark_session import build_spark_session, session_settings, small_input_settings
 
     config = load_config(args.config)
     th = Thresholds(
@@ -265,13 +265,20 @@ def _run(args: argparse.Namespace) -> int:
         )
     events = read_events(spark, args.warehouse, args.date, lookback_ms, config.timezone)
     bindings = read_bindings(spark, args.warehouse, args.date, config.attribution.lookback_days)
-    out = reconstruct(spark, events, config, args.date, thresholds=th, bindings=bindings)
-    try:
-        write_tables({t: getattr(out, t) for t in TABLES}, args.warehouse, args.date)
-        unplaced = evidence_report(out.observations)
-    finally:
-        out.release()
-    summary = summarize(spark, args.warehouse, args.date)
+    # a small day runs on Spark's interpreted expressions: compiling its plans' code would cost more than its rows
+    rows = events.count()
+    settings = small_input_settings(rows, s.interpreted_below_rows, s.conf)
+    if settings:
+        below = s.interpreted_below_rows
+        print(f"reconstruct {args.date}: {rows} events read (spark.interpreted_below_rows: {below}): interpreted")
+    with session_settings(spark, settings):
+        out = reconstruct(spark, events, config, args.date, thresholds=th, bindings=bindings)
+        try:
+            write_tables({t: getattr(out, t) for t in TABLES}, args.warehouse, args.date)
+            unplaced = evidence_report(out.observations)
+        finally:
+            out.release()
+        summary = summarize(spark, args.warehouse, args.date)
     print(f"reconstruct {args.date}: done in {time.monotonic() - t0:.1f}s")
     print(f"  lifecycles: {summary['lifecycles']}  by final state: {summary['final_state']}")
     print(f"  evidence: {summary['evidence_class']}  (FULL = every hop seen, PARTIAL = inferred hops, "
