@@ -19,9 +19,10 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import MapType
 
 from rocketmq_retry.spark_session import build_spark_session
-from rocketmq_retry.warehouse.partitions import committed
+from rocketmq_retry.warehouse.partitions import JOB_TABLES, committed
 
-RECONSTRUCT_TABLES = ("transitions", "lifecycles", "dead_letters", "reconciliation", "unattributed")
+# every table the reconstruction commits (failures, failure_causes and incidents came after this script)
+RECONSTRUCT_TABLES = JOB_TABLES["reconstruct"]
 
 
 def _comparable(df: DataFrame) -> DataFrame:
