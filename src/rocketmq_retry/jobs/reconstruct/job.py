@@ -266,7 +266,7 @@ def _run(args: argparse.Namespace) -> int:
     events = read_events(spark, args.warehouse, args.date, lookback_ms, config.timezone)
     bindings = read_bindings(spark, args.warehouse, args.date, config.attribution.lookback_days)
     # a small day runs on Spark's interpreted expressions: compiling its plans' code would cost more than its rows
-    rows = events.count()
+    rows = events.count() if s.interpreted_below_rows else 0  # a limit of 0 never asks: no job to count them
     settings = small_input_settings(rows, s.interpreted_below_rows, s.conf)
     if settings:
         below = s.interpreted_below_rows
