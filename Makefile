@@ -14,6 +14,8 @@ DEMO_DIR ?= $(ROOT)/.demo
 DEMO_DATE ?= 2026-11-20
 DEMO_CONFIG ?= $(ROOT)/examples/rocketmq-retry.yaml
 PYTEST_ARGS ?=
+# make test lists its 30 slowest tests at the end: CI's log then says where its time went (it runs over 30 minutes on
+# a slow 2-core machine; docs/scale.md "Where the suite's time goes").
 # Two pytest-xdist workers, one test module per worker at a time (docs: README "Two commands"); 0 runs in one process.
 PYTEST_WORKERS ?= 2
 # --no-loadscope-reorder: xdist would otherwise start the modules with the most tests first, and the three that take
@@ -41,7 +43,7 @@ setup:
 test: setup
 	@bash scripts/ensure-postgres.sh
 	@bash scripts/ensure-chromium.sh
-	$(PY) -m pytest $(XDIST) -m "not fullday" $(PYTEST_ARGS)
+	$(PY) -m pytest $(XDIST) -m "not fullday" --durations=30 $(PYTEST_ARGS)
 
 test-all: setup
 	@bash scripts/ensure-postgres.sh
