@@ -14,15 +14,16 @@ DEMO_DIR ?= $(ROOT)/.demo
 DEMO_DATE ?= 2026-11-20
 DEMO_CONFIG ?= $(ROOT)/examples/rocketmq-retry.yaml
 PYTEST_ARGS ?=
-# make test lists its 30 slowest tests at the end: CI's log then says where its time went (it runs over 30 minutes on
-# a slow 2-core machine; docs/scale.md "Where the suite's time goes").
+# make test is what CI runs: every test but those marked slow (Airflow's own services, a Spark cluster, minutes each),
+# which make test-all adds; both list their 30 slowest tests at the end, so a log says where its time went
+# (docs/scale.md "Where the suite's time goes").
 # Two pytest-xdist workers, one test module per worker at a time (docs: README "Two commands"); 0 runs in one process.
 PYTEST_WORKERS ?= 2
-# --no-loadscope-reorder: xdist would otherwise start the modules with the most tests first, and the three that take
+# --no-loadscope-reorder: xdist would otherwise start the modules with the most tests first, and the modules that take
 # minutes (few tests each) would start last; conftest.py puts them first.
 XDIST := -n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder
 
-.PHONY: help setup test test-all test-fast lint format demo airflow airflow-stop bench clean
+.PHONY: help setup test test-all lint format demo airflow airflow-stop bench clean
 
 help:
 	@echo "make setup      create .venv from the pinned constraints (idempotent; checks Java 17)"
@@ -31,9 +32,10 @@ help:
 	@echo "make airflow    setup, then the UI on http://127.0.0.1:8080 (PostgreSQL on 127.0.0.1:5432 needed): the four"
 	@echo "                Airflow components, the example day through the daily DAG, two simulated days backfilled"
 	@echo "make airflow-stop  stop what make airflow started (by pid)"
-	@echo "make test       setup, then run the whole test suite (real Spark, Airflow, GE, SQLite and PostgreSQL)"
-	@echo "make test-fast  the tests not marked slow"
-	@echo "make test-all   every test, including the 2,000-message simulated-day comparison (about 4 more minutes)"
+	@echo "make test       setup, then the test suite CI runs (real Spark, Airflow dag.test(), GE, SQLite, PostgreSQL,"
+	@echo "                Chromium): every test but those marked slow"
+	@echo "make test-all   setup, then every test: also the slow ones (a real scheduler's backfill, make airflow, a Spark"
+	@echo "                cluster, the attribution property, the 2,000-message simulated day; about 20 more minutes)"
 	@echo "make lint       ruff check + ruff format --check"
 	@echo "make bench      the benchmarks in benchmarks/ (minutes; not part of the tests)"
 
@@ -43,17 +45,12 @@ setup:
 test: setup
 	@bash scripts/ensure-postgres.sh
 	@bash scripts/ensure-chromium.sh
-	$(PY) -m pytest $(XDIST) -m "not fullday" --durations=30 $(PYTEST_ARGS)
+	$(PY) -m pytest $(XDIST) -m "not slow" --durations=30 $(PYTEST_ARGS)
 
 test-all: setup
 	@bash scripts/ensure-postgres.sh
 	@bash scripts/ensure-chromium.sh
-	$(PY) -m pytest $(XDIST) $(PYTEST_ARGS)
-
-test-fast: setup
-	@bash scripts/ensure-postgres.sh
-	@bash scripts/ensure-chromium.sh
-	$(PY) -m pytest $(XDIST) -m "not slow" $(PYTEST_ARGS)
+	$(PY) -m pytest $(XDIST) --durations=30 $(PYTEST_ARGS)
 
 LINT_PATHS := $(wildcard src tests benchmarks spark dags plugins scripts)
 

@@ -57,10 +57,12 @@ os.environ[_DEFAULTED] = ",".join(sorted(_defaulted))
 os.environ.pop("ROCKETMQ_RETRY_CONFIG", None)  # tests never pick up a developer's own config
 
 
-# The modules that each take minutes, started first: with `make test`'s two pytest-xdist workers (one module per
-# worker at a time) a long module that started last would run alone at the end while the other worker sat idle.
+# The modules that each take minutes, started first: with two pytest-xdist workers (one module per worker at a
+# time) a long module that started last would run alone at the end while the other worker sat idle. make test runs
+# the first two (dag.test() end to end, and a backfill's dates in every order); the others are marked slow.
 LONG_MODULES = (
     "test_dag_e2e.py",
+    "test_backfill.py",
     "test_backfill_scheduler.py",
     "test_make_airflow.py",
     "test_attribution_property.py",

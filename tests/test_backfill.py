@@ -30,7 +30,7 @@ from rocketmq_retry.jobs.ingest import job as ingest
 from rocketmq_retry.jobs.reconstruct import job as reconstruct
 from rocketmq_retry.jobs.reconstruct.lifecycles import Thresholds
 
-pytestmark = [pytest.mark.spark, pytest.mark.slow]
+pytestmark = pytest.mark.spark
 
 ESTATE = pathlib.Path(__file__).parent / "data" / "backfill"
 TRUTH = ESTATE / "landing" / "_truth"

@@ -81,7 +81,6 @@ def test_dead_letter_reader_fields_are_contract_columns() -> None:
 
 # 75 s and 112 s measured with two other Spark sessions on the 2 cores; the Spark-free checks above stay fast
 @pytest.mark.spark
-@pytest.mark.slow
 def test_ingest_writers_write_the_contract(spark: Any) -> None:
     from rocketmq_retry.jobs.ingest import parse
 
@@ -104,7 +103,6 @@ def test_ingest_writers_write_the_contract(spark: Any) -> None:
 
 
 @pytest.mark.spark
-@pytest.mark.slow
 def test_reconstruct_writers_write_the_contract(spark: Any) -> None:
     from rocketmq_retry.config import Config
     from rocketmq_retry.jobs.reconstruct.job import TABLES

@@ -14,7 +14,7 @@ from conftest import ROOT
 from rocketmq_retry.cli import main as rocketmq_retry
 from rocketmq_retry.explore import DeadLetterFilter, Explorer, open_warehouse
 
-pytestmark = [pytest.mark.spark, pytest.mark.slow]
+pytestmark = pytest.mark.spark
 
 DS = "2026-11-20"
 CONFIG = ROOT / "examples" / "rocketmq-retry.yaml"

@@ -175,7 +175,6 @@ def test_missing_landing_is_an_input_error(tmp_path: pathlib.Path) -> None:
 
 
 @pytest.mark.spark
-@pytest.mark.slow
 def test_real_samples_accounting_and_ground_truth(
     spark: Any, samples_dir: pathlib.Path, tmp_path: pathlib.Path
 ) -> None:

@@ -16,7 +16,7 @@ from conftest import ROOT
 from test_docs_browser import serve_app
 from test_pages_browser import _dom, _local_only, _screenshot
 
-pytestmark = [pytest.mark.spark, pytest.mark.browser, pytest.mark.slow]
+pytestmark = [pytest.mark.spark, pytest.mark.browser]
 DAY = "2026-11-20"
 CONFIG = ROOT / "examples" / "rocketmq-retry.yaml"
 GROUP = "GID_order_fulfilment"  # its one dead letter took 16 scheduled retries: 84 hops, 83 of them observed

@@ -48,7 +48,6 @@ def _state(spark: Any, wh: pathlib.Path) -> tuple[set[str], dict[str, list[tuple
     return runs, rows
 
 
-@pytest.mark.slow  # two Spark processes and an in-process ingest: 1.5-5 min on 2 shared cores
 def test_killed_ingest_leaves_the_date_whole(spark: Any, tmp_path: pathlib.Path) -> None:
     from rocketmq_retry.jobs.ingest.job import run_ingest
 

@@ -48,7 +48,6 @@ def test_bad_date_and_missing_partition(tmp_path: pathlib.Path, capsys: pytest.C
 
 
 @pytest.mark.spark
-@pytest.mark.slow
 def test_lookback_and_idempotent_rerun(spark: Any, tmp_path: pathlib.Path) -> None:
     wh = tmp_path / "wh"
     cfg = tmp_path / "c.yaml"

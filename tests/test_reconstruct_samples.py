@@ -67,7 +67,6 @@ def compare(
 
 
 @pytest.mark.spark
-@pytest.mark.slow
 def test_real_sample_matches_ground_truth(spark: Any, samples_dir: pathlib.Path, tmp_path: pathlib.Path) -> None:
     from rocketmq_retry.jobs.ingest import job as ingest
     from rocketmq_retry.jobs.reconstruct import job as reconstruct

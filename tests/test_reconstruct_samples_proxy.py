@@ -64,7 +64,6 @@ def every_source(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> pathli
 
 
 @pytest.mark.spark
-@pytest.mark.slow
 def test_every_source_gives_the_ground_truth(spark: Any, every_source: pathlib.Path) -> None:
     want = truth()
     assert len(want) == 68
@@ -83,7 +82,6 @@ def test_every_source_gives_the_ground_truth(spark: Any, every_source: pathlib.P
 
 
 @pytest.mark.spark
-@pytest.mark.slow
 def test_every_line_of_the_sample_is_accounted_for(spark: Any, every_source: pathlib.Path) -> None:
     report = _rows(spark, every_source, "ingest_report")
     assert len(report) == 17  # 5 Python client logs, 8 proxy/broker files, 4 dumps
@@ -101,7 +99,6 @@ def test_every_line_of_the_sample_is_accounted_for(spark: Any, every_source: pat
 
 
 @pytest.mark.spark
-@pytest.mark.slow
 def test_python_listener_failures_are_attributed_and_give_their_cause(spark: Any, every_source: pathlib.Path) -> None:
     from rocketmq_retry.contract import EventType
 
@@ -131,7 +128,6 @@ def test_python_listener_failures_are_attributed_and_give_their_cause(spark: Any
 
 
 @pytest.mark.spark
-@pytest.mark.slow
 def test_from_the_broker_alone_every_dead_letter_and_no_guessed_delivery(
     spark: Any, tmp_path: pathlib.Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

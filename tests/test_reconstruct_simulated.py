@@ -74,7 +74,6 @@ def mismatches(truth: Result, got: Result) -> Counter[str]:
 
 
 @pytest.mark.spark
-@pytest.mark.slow
 def test_example_day_matches_simulator_truth(spark: Any, tmp_path: pathlib.Path) -> None:
     import json
 
@@ -94,7 +93,6 @@ UNOBSERVABLE = {"GID_settlement_fifo"}
 
 @pytest.mark.spark
 @pytest.mark.slow
-@pytest.mark.fullday
 def test_full_simulated_day_matches_simulator_truth(spark: Any, tmp_path: pathlib.Path) -> None:
     """Issue 5's done-when: 2,000 business messages over the demo deployment, D and D+1, at least 99% match."""
     from rocketmq_retry.simulate.cli import main as simulate

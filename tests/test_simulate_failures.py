@@ -139,7 +139,6 @@ def warehouse(spark: Any, landing: pathlib.Path, tmp_path_factory: pytest.TempPa
 
 
 @pytest.mark.spark
-@pytest.mark.slow
 def test_ingest_reads_each_planned_failure_as_the_truth_says(
     spark: Any, landing: pathlib.Path, warehouse: pathlib.Path
 ) -> None:
@@ -190,7 +189,6 @@ def _scores(pairs: list[tuple[str, str]], kind: str) -> tuple[float, float]:
 
 
 @pytest.mark.spark
-@pytest.mark.slow
 def test_the_rules_tell_outages_from_poison_messages_as_the_truth_says(
     spark: Any, landing: pathlib.Path, warehouse: pathlib.Path
 ) -> None:
