@@ -79,7 +79,8 @@ def test_dead_letter_reader_fields_are_contract_columns() -> None:
     assert contract.KEY == ("consumer_group", "msg_id")
 
 
-# 75 s and 112 s measured with two other Spark sessions on the 2 cores; the Spark-free checks above stay fast
+# The two checks that run the writers need the session's Spark (12-17 s in make test, 75-112 s beside two other Spark
+# sessions on 2 cores); the checks above need none.
 @pytest.mark.spark
 def test_ingest_writers_write_the_contract(spark: Any) -> None:
     from rocketmq_retry.jobs.ingest import parse
