@@ -38,7 +38,13 @@ def test_drivers_and_executors_run_the_throughput_collector_with_huge_methods_co
         _conf_file()["spark.executor.extraJavaOptions"],
     ):
         assert options == JAVA_OPTIONS
-        assert options.split() == ["-XX:-DontCompileHugeMethods", "-XX:+UseParallelGC"]
+        assert options.split() == [
+            "-XX:-DontCompileHugeMethods",
+            "-XX:+UseParallelGC",
+            "-XX:Tier4InvocationThreshold=15000",
+            "-XX:Tier4CompileThreshold=45000",
+            "-XX:Tier4BackEdgeThreshold=120000",
+        ]
 
 
 def test_the_checkout_spark_folder_is_the_packaged_one_file_for_file() -> None:
