@@ -32,7 +32,7 @@ FLOORS: tuple[tuple[str, ...], ...] = (
     ("compensation", "validation"),
     ("explore",),
     ("whatif",),
-    ("cli", "spark_apps", "airflow"),
+    ("cli", "spark_apps", "airflow", "spark_classes"),
 )
 
 

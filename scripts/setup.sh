@@ -62,6 +62,14 @@ if [ ! -f "$bytecode" ] || [ "$(cat "$bytecode")" != "$want" ]; then
   .venv/bin/python -m compileall -q -j 0 "$site" src >/dev/null 2>&1 || true
   echo "$want" > "$bytecode"
 fi
+# --- the class archive of Spark's JVM, once per Java and PySpark --------------------------------------
+# Every Spark driver of this venv maps Spark's classes from it instead of loading them from the jars: one Spark
+# start 11-12 -> 6 s (docs/scale.md "Spark starts"). Without it everything still runs, only slower to start.
+if ! .venv/bin/python -m rocketmq_retry.spark_classes > .venv/.spark-classes.log 2>&1; then
+  say "WARNING: the class archive of Spark's JVM could not be written (Spark starts without it); see .venv/.spark-classes.log"
+else
+  say "$(tail -1 .venv/.spark-classes.log)"
+fi
 .venv/bin/python - <<'PY'
 # Versions from package metadata: importing great_expectations here would print dozens of log lines.
 from importlib.metadata import version

@@ -544,7 +544,8 @@ def test_validate_starts_its_own_session_quiet(monkeypatch: pytest.MonkeyPatch) 
     monkeypatch.setattr(validation_run, "validate_partition", lambda *args: "summary")
     config = Config.model_validate({"spark": {"conf": {"spark.log.level": "WARN"}}})
     assert validation_run.run(DS, "wh", config) == "summary" and built["stopped"]
-    options = f"{spark_session.JAVA_OPTIONS} -Dlog4j2.configurationFile={validation_run.LOG4J2.as_uri()}"
+    # the driver's flags (with the class archive when set-up wrote one), then the quiet log4j configuration
+    options = f"{spark_session.driver_java_options()} -Dlog4j2.configurationFile={validation_run.LOG4J2.as_uri()}"
     assert built["conf"] == {
         "spark.log.level": "WARN",  # the deployment's
         "spark.ui.showConsoleProgress": "false",

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import contextlib
 import os
+import pathlib
+import sys
 import warnings
 from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING
@@ -22,6 +24,27 @@ JAVA_OPTIONS = (
     "-XX:-DontCompileHugeMethods -XX:+UseParallelGC "
     "-XX:Tier4InvocationThreshold=15000 -XX:Tier4CompileThreshold=45000 -XX:Tier4BackEdgeThreshold=120000"
 )
+
+
+def class_archive() -> pathlib.Path:
+    """Where set-up writes the archive of the classes a Spark driver's JVM loads (``python -m
+    rocketmq_retry.spark_classes``, which ``make setup`` runs): in this Python environment, whose PySpark jars
+    it was made from."""
+    return pathlib.Path(sys.prefix) / "share" / "rocketmq-retry" / "spark-classes.jsa"
+
+
+def driver_java_options() -> str:
+    """The driver's JVM flags: ``JAVA_OPTIONS``, and the class archive when set-up wrote one, so that the JVM maps
+    Spark's classes from it instead of reading, parsing and verifying them from the jars again (HotSpot's class
+    data sharing: one Spark start 11-12 -> 6 s, docs/scale.md "Spark starts"). HotSpot checks the archive
+    against its own build and the class path and, should either differ (another Java, PySpark upgraded without a
+    new set-up), starts without it and says nothing. Only the driver's: an executor of a cluster runs elsewhere,
+    and in local mode the driver is the executor. A path with a blank is not passed (Spark splits these flags at
+    blanks)."""
+    archive = class_archive()
+    if archive.is_file() and not any(c.isspace() for c in str(archive)):
+        return f"{JAVA_OPTIONS} -XX:SharedArchiveFile={archive}"
+    return JAVA_OPTIONS
 
 
 def build_spark_session(
@@ -84,7 +107,7 @@ def default_settings(driver_memory: str = "1g", shuffle_partitions: int = 4) -> 
         # those run interpreted (measured: ingest ~40x slower). The throughput collector: these are batch jobs, and
         # on 2 cores G1's concurrent work competes with the tasks (10 M-line day, spark-submit: ingest 116.9 ->
         # 105.9 s, reconstruct 75.6 -> 70.1 s, and lower peaks; docs/scale.md).
-        "spark.driver.extraJavaOptions": JAVA_OPTIONS,
+        "spark.driver.extraJavaOptions": driver_java_options(),
         "spark.executor.extraJavaOptions": JAVA_OPTIONS,
         # Above HotSpot's 8 kB limit Spark falls back from whole-stage code to per-operator projections, whose
         # expression code is split into small methods the JIT compiles well; that suits the large event-building

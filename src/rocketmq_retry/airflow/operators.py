@@ -287,15 +287,21 @@ class RocketMQSparkJobOperator(RunLineageMixin, SparkSubmitOperator):
 
         from rocketmq_retry.airflow.package import build_package_zip
         from rocketmq_retry.config import load_config
+        from rocketmq_retry.spark_session import JAVA_OPTIONS, driver_java_options
 
         if not pathlib.Path(self.application).is_file():
             raise AirflowFailException(f"spark-submit entry {self.application} not found (job {self.job!r})")
         config = load_config(paths["config"] or None)
         self.application_args = self.job_args(paths)
         defaults = pathlib.Path(self.application).with_name("spark-defaults.conf")
+        own_flags: dict[str, str] = {}
         if defaults.is_file() and not self.properties_file:
             # The jobs' own tuning (JVM flags, ...); --master and the --conf below still take precedence.
             self.properties_file = str(defaults)
+            # the driver runs here: its flags with this machine's class archive, when set-up wrote one (no file
+            # can name a path of the machine it lands on); a deployment's spark.conf still wins
+            if driver_java_options() != JAVA_OPTIONS:
+                own_flags["spark.driver.extraJavaOptions"] = driver_java_options()
         home = os.environ.get("AIRFLOW_HOME") or str(pathlib.Path.home() / "airflow")
         self.py_files = str(build_package_zip(self.package_dir or pathlib.Path(home) / "rocketmq-retry" / "dist"))
         self.conf = {
@@ -304,6 +310,7 @@ class RocketMQSparkJobOperator(RunLineageMixin, SparkSubmitOperator):
             "spark.sql.session.timeZone": "UTC",
             "spark.ui.enabled": "false",  # the UI would listen on all interfaces of the worker
             "spark.log.level": "WARN",
+            **own_flags,
             **config.spark.conf,
             **self.extra_conf,
         }

@@ -359,12 +359,12 @@ def quiet_conf() -> dict[str, str]:
     stderr, which Airflow logs as ERROR lines: Spark's startup notices and WARN lines (the log level, and a log4j
     configuration read before the first line is logged) and its console progress bar. Errors still reach stderr.
     The config's ``spark.conf`` wins over these, as it does over every default."""
-    from rocketmq_retry.spark_session import JAVA_OPTIONS
+    from rocketmq_retry.spark_session import driver_java_options
 
     return {
         "spark.log.level": "ERROR",
         "spark.ui.showConsoleProgress": "false",
-        "spark.driver.extraJavaOptions": f"{JAVA_OPTIONS} -Dlog4j2.configurationFile={LOG4J2.as_uri()}",
+        "spark.driver.extraJavaOptions": f"{driver_java_options()} -Dlog4j2.configurationFile={LOG4J2.as_uri()}",
     }
 
 
