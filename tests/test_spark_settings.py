@@ -136,15 +136,12 @@ def test_a_driver_started_here_loads_sparks_classes_from_the_archive_set_up_wrot
     assert archive.is_file(), f"no class archive at {archive}: make setup writes it ({spark_classes.PROG})"
     log = tmp_path / "class-load.log"
     child = textwrap.dedent(f"""
-        from pyspark import SparkContext
+        from rocketmq_retry.spark_classes import stop_and_wait_for_jvm
         from rocketmq_retry.spark_session import build_spark_session, driver_java_options
         flags = driver_java_options() + " -Xlog:class+load=info:file={log}"
         spark = build_spark_session("class-archive", master="local[1]", conf={{"spark.driver.extraJavaOptions": flags}})
         assert spark.range(3).count() == 3
-        jvm = SparkContext._gateway.proc
-        spark.stop()
-        jvm.stdin.close()
-        jvm.wait(timeout=120)
+        assert stop_and_wait_for_jvm(spark, timeout_s=120) == 0  # the log complete
     """)
     env = {k: v for k, v in os.environ.items() if k != "PYSPARK_SUBMIT_ARGS"}
     done = subprocess.run([sys.executable, "-c", child], env=env, capture_output=True, text=True, timeout=300)

@@ -78,7 +78,7 @@ def exercise(spark: SparkSession, workdir: pathlib.Path) -> None:
         out.write("\n".join(lines[:100]) + "\n")
     text = spark.read.text([str(workdir / "app.log"), str(workdir / "app.log.1.gz")])
     parsed = text.select(
-        F.input_file_name().alias("file"),
+        F.col("_metadata.file_path").alias("file"),  # as the ingest reads it (jobs/ingest/read.py)
         F.monotonically_increasing_id().alias("line"),
         F.split(F.col("value"), " ", 5).alias("parts"),
         F.regexp_extract("value", r"msgId=([0-9A-F]+)", 1).alias("msg_id"),
@@ -105,10 +105,22 @@ def exercise(spark: SparkSession, workdir: pathlib.Path) -> None:
     hops.unpersist()
 
 
-def write_archive(archive: pathlib.Path) -> None:
-    """Run ``exercise`` in a new JVM that writes its loaded classes as it exits, then put the archive in place."""
+def stop_and_wait_for_jvm(spark: SparkSession, timeout_s: float = EXIT_TIMEOUT_S) -> int:
+    """Stop ``spark`` and wait until the JVM this process started has exited, so that what HotSpot writes as it
+    exits (the archive, a class-loading log) is complete; its exit status. Without this, the JVM exits only after
+    Python does, while nobody waits for it."""
     from pyspark import SparkContext
 
+    jvm = getattr(SparkContext._gateway, "proc", None)  # PySpark keeps the JVM's process only there
+    spark.stop()
+    if jvm is None or jvm.stdin is None:
+        raise RuntimeError(f"{PROG}: PySpark did not start its JVM in this process")
+    jvm.stdin.close()  # the gateway JVM exits when its stdin closes
+    return jvm.wait(timeout=timeout_s)
+
+
+def write_archive(archive: pathlib.Path) -> None:
+    """Run ``exercise`` in a new JVM that writes its loaded classes as it exits, then put the archive in place."""
     archive.parent.mkdir(parents=True, exist_ok=True)
     partial = archive.with_name(archive.name + ".partial")
     partial.unlink(missing_ok=True)
@@ -116,20 +128,15 @@ def write_archive(archive: pathlib.Path) -> None:
     spark = build_spark_session("rocketmq-retry-class-archive", master="local[2]", conf={
         "spark.driver.extraJavaOptions": flags, "spark.log.level": "ERROR",
     })  # fmt: skip
-    jvm = getattr(SparkContext._gateway, "proc", None)  # PySpark keeps the JVM's process only there
     try:
         with tempfile.TemporaryDirectory(prefix="rocketmq-retry-classes-") as tmp:
             exercise(spark, pathlib.Path(tmp) / "generated")
             with session_settings(spark, INTERPRETED):
                 exercise(spark, pathlib.Path(tmp) / "interpreted")
     finally:
-        spark.stop()
-    if jvm is None or jvm.stdin is None:
-        raise RuntimeError(f"{PROG}: PySpark did not start its JVM here; no archive was written")
-    jvm.stdin.close()  # the gateway JVM exits when its stdin closes, and writes the archive as it does
-    jvm.wait(timeout=EXIT_TIMEOUT_S)
+        status = stop_and_wait_for_jvm(spark)
     if not partial.is_file():
-        raise RuntimeError(f"{PROG}: the JVM exited ({jvm.returncode}) without writing {partial}")
+        raise RuntimeError(f"{PROG}: the JVM exited ({status}) without writing {partial}")
     os.replace(partial, archive)
 
 

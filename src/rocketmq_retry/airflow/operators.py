@@ -300,8 +300,9 @@ class RocketMQSparkJobOperator(RunLineageMixin, SparkSubmitOperator):
             self.properties_file = str(defaults)
             # the driver runs here: its flags with this machine's class archive, when set-up wrote one (no file
             # can name a path of the machine it lands on); a deployment's spark.conf still wins
-            if driver_java_options() != JAVA_OPTIONS:
-                own_flags["spark.driver.extraJavaOptions"] = driver_java_options()
+            driver_flags = driver_java_options()
+            if driver_flags != JAVA_OPTIONS:  # the properties file holds JAVA_OPTIONS already
+                own_flags["spark.driver.extraJavaOptions"] = driver_flags
         home = os.environ.get("AIRFLOW_HOME") or str(pathlib.Path.home() / "airflow")
         self.py_files = str(build_package_zip(self.package_dir or pathlib.Path(home) / "rocketmq-retry" / "dist"))
         self.conf = {
