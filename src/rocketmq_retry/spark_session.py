@@ -9,11 +9,12 @@ import os
 import pathlib
 import sys
 import warnings
-from collections.abc import Iterator, Mapping
-from typing import TYPE_CHECKING
+from collections.abc import Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql.types import StructType
 
 
 # the JVM flags of every driver and executor (also in spark/spark-defaults.conf, for spark-submit). The Tier4
@@ -200,3 +201,36 @@ def release_checkpoint(df: DataFrame) -> None:
     if plan is not None and getattr(plan, "_relation_id", None) is not None:
         plan.__del__()
         plan._relation_id = None
+
+
+def local_frame(spark: SparkSession, rows: Sequence[Sequence[Any]], schema: StructType) -> DataFrame:
+    """``rows`` (tuples in ``schema``'s column order, as ``createDataFrame`` takes them) as a DataFrame whose plan
+    holds them: for the handful of rows the driver itself computes (an engine's schedule, a file's report row).
+
+    ``spark.createDataFrame`` of Python rows pickles them into an RDD that Python workers unpickle: the first job
+    that reads such a frame waits for ``pyspark.daemon`` to start, 1-2 s of a small step for a few rows, even for
+    none (docs/scale.md "Spark starts"). As an Arrow table the rows reach the JVM as Arrow batches that Spark turns
+    into a local relation on the driver (an RDD of the batches above ``spark.sql.execution.arrow.localRelation
+    Threshold``), with no Python worker; on Spark Connect the client sends the same batches. A naive ``datetime``
+    is read as the driver's local time, as ``createDataFrame`` reads one."""
+    import datetime
+
+    import pyarrow as pa
+    from pyspark.sql.pandas.types import to_arrow_schema
+    from pyspark.sql.types import TimestampType
+
+    arrow = to_arrow_schema(schema, timezone="UTC")
+    width = len(schema.fields)
+    bad = [i for i, row in enumerate(rows) if len(row) != width]
+    if bad:
+        raise ValueError(f"local_frame: row {bad[0]} has {len(rows[bad[0]])} values, the schema {width} columns")
+
+    def column(i: int) -> list[Any]:
+        values = [row[i] for row in rows]
+        if isinstance(schema.fields[i].dataType, TimestampType):
+            # Arrow reads a naive datetime as UTC; createDataFrame (and a collected Row) as local time
+            return [v.astimezone() if isinstance(v, datetime.datetime) and v.tzinfo is None else v for v in values]
+        return values
+
+    table = pa.Table.from_arrays([pa.array(column(i), type=arrow.field(i).type) for i in range(width)], schema=arrow)
+    return spark.createDataFrame(table, schema)

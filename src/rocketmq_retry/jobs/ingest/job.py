@@ -26,6 +26,7 @@ from rocketmq_retry.jobs.ingest.check import FileCheck, check_file
 from rocketmq_retry.jobs.ingest.read import Refused, SourceFile, instance_table, read_lines, resolve_inputs
 from rocketmq_retry.spark_session import (
     build_spark_session,
+    local_frame,
     release_checkpoint,
     session_settings,
     small_input_settings,
@@ -362,7 +363,7 @@ class _Run:
     def _nothing_parsed(self) -> dict[str, DataFrame]:
         """Empty tables (no Spark job) and the refused paths' report rows: every file of the day is reused."""
         empty = Checked([], {}, [], [], {})
-        tables = {t: self.spark.createDataFrame([], contract.ddl(t)) for t in ("events", "quarantine", "bindings")}
+        tables = {t: local_frame(self.spark, [], contract.struct_type(t)) for t in ("events", "quarantine", "bindings")}
         return {**tables, "ingest_report": _file_report_rows(self.spark, empty, self.refused)}
 
     def _with_reused(self, parsed: dict[str, DataFrame], reuse: list[str]) -> dict[str, DataFrame]:
@@ -391,7 +392,7 @@ def _long_line_rows(spark: SparkSession, checked: Checked, cap: int, ds: str) ->
 
     reason = long_line_reason(cap)
     q = [(f.source, f.rel, line_no, raw, reason, offset) for f, line_no, offset, _, raw in checked.long_lines]
-    quarantine = spark.createDataFrame(q, parse.QUARANTINE_DDL)
+    quarantine = local_frame(spark, q, contract.struct_type("quarantine"))
     lines = quarantine.select(
         "source",
         "source_file",
@@ -413,7 +414,7 @@ def _long_line_rows(spark: SparkSession, checked: Checked, cap: int, ds: str) ->
 def _damaged_rows(spark: SparkSession, checked: Checked) -> DataFrame:
     """One quarantine row per damaged file: no line number and no raw text (nothing of it was read)."""
     rows = [(f.source, f.rel, None, None, c.damage, c.damage_offset) for f, c in checked.damaged]
-    return spark.createDataFrame(rows, parse.QUARANTINE_DDL)
+    return local_frame(spark, rows, contract.struct_type("quarantine"))
 
 
 def _file_report_rows(spark: SparkSession, checked: Checked, refused: list[Refused]) -> DataFrame:
@@ -421,7 +422,7 @@ def _file_report_rows(spark: SparkSession, checked: Checked, refused: list[Refus
     zero = (0,) * 10
     rows = [(f.rel, f.source, *zero, None, None, "quarantined", c.damage, 0, None) for f, c in checked.damaged]
     rows += [(r.rel, r.source, *zero, None, None, "refused", r.reason, 0, None) for r in refused]
-    return spark.createDataFrame(rows, parse.REPORT_DDL)
+    return local_frame(spark, rows, contract.struct_type("ingest_report"))
 
 
 def format_report(report: list[dict[str, Any]]) -> str:

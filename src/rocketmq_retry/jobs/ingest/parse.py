@@ -61,8 +61,6 @@ GROUP_EVENTS = contract.GROUP_EVENT_TYPES
 COUNTER_EVENTS = contract.COUNTER_EVENT_TYPES
 # ingest_report/dt=D, one row per file (DESIGN §4); see report_of
 REPORT_COLUMNS = contract.columns("ingest_report")
-REPORT_DDL = contract.ddl("ingest_report")
-QUARANTINE_DDL = contract.ddl("quarantine")
 
 
 CLASSIFIERS = {"log": classify_log_lines, "trace": classify_trace_lines, "message-dump": classify_dump_lines}

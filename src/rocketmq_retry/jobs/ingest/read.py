@@ -20,10 +20,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from rocketmq_retry.errors import InputError, UserError
-from rocketmq_retry.jobs.ingest.sql import sql_str
+from rocketmq_retry.spark_session import local_frame
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql.types import DataType, StructType
 
     from rocketmq_retry.config import Config
 
@@ -165,39 +166,32 @@ def _skip_thresholds(skipped: list[int]) -> list[int] | None:
     return [s - k for k, s in enumerate(sorted(skipped), 1)] or None
 
 
+def _schema(names: tuple[str, ...], **types: DataType) -> StructType:
+    """Columns ``names``, each a string unless ``types`` names its type."""
+    from pyspark.sql import types as T
+
+    return T.StructType([T.StructField(n, types.get(n, T.StringType())) for n in names])
+
+
 def _catalog(spark: SparkSession, rows: list[tuple[str, str, str, str, str | None, list[int] | None]]) -> DataFrame:
-    """``path_key, source, source_file, tz, group_hint, gaps`` as an inline table: the plan holds the rows, so
-    the broadcast is built on the driver (from Python rows it is a job, which starts Python workers when cold)."""
+    """``path_key, source, source_file, tz, group_hint, gaps`` as a local table: the plan holds the rows, so the
+    broadcast is built on the driver."""
+    from pyspark.sql import types as T
 
-    def lit(v: str | list[int] | None) -> str:
-        if isinstance(v, list):
-            return "array(" + ", ".join(f"{x}L" for x in v) + ")"
-        return "NULL" if v is None else sql_str(v)
-
-    values = ", ".join("(" + ", ".join(lit(v) for v in row) + ")" for row in rows)
-    names = ("path_key", "source", "source_file", "tz", "group_hint")
-    cols = ", ".join(f"CAST(col{i} AS STRING) AS {n}" for i, n in enumerate(names, 1))
-    return spark.sql(f"SELECT {cols}, CAST(col6 AS ARRAY<BIGINT>) AS gaps FROM VALUES {values}")
+    names = ("path_key", "source", "source_file", "tz", "group_hint", "gaps")
+    return local_frame(spark, rows, _schema(names, gaps=T.ArrayType(T.LongType())))
 
 
 def instance_table(
     spark: SparkSession, files: list[SourceFile], fingerprints: dict[str, str] | None = None
 ) -> DataFrame:
-    """``source_file, instance`` of ``files`` as an inline table (joined to the few event and binding rows), and
+    """``source_file, instance`` of ``files`` as a local table (joined to the few event and binding rows), and
     ``fingerprint`` when ``fingerprints`` (``source_file`` -> ``ingest.check`` fingerprint) is given: the file
     part of ``event_id``, joined here rather than carried on every line read (null for a file not read)."""
-    names = ["source_file", "instance"] + (["fingerprint"] if fingerprints is not None else [])
-    cols = ", ".join(f"CAST(col{i} AS STRING) AS {n}" for i, n in enumerate(names, 1))
-    if not files:
-        return spark.sql(f"SELECT {', '.join(f'CAST(NULL AS STRING) AS {n}' for n in names)} WHERE false")
-
-    def row(f: SourceFile) -> str:
-        values = [sql_str(f.rel), sql_str(f.instance)]
-        if fingerprints is not None:
-            values.append(sql_str(fingerprints[f.rel]) if f.rel in fingerprints else "NULL")
-        return "(" + ", ".join(values) + ")"
-
-    return spark.sql(f"SELECT {cols} FROM VALUES {', '.join(row(f) for f in files)}")
+    if fingerprints is None:
+        return local_frame(spark, [(f.rel, f.instance) for f in files], _schema(("source_file", "instance")))
+    rows = [(f.rel, f.instance, fingerprints.get(f.rel)) for f in files]
+    return local_frame(spark, rows, _schema(("source_file", "instance", "fingerprint")))
 
 
 def read_lines(
@@ -217,11 +211,11 @@ def read_lines(
     URI is in neither form stops the job with the URI in the message rather than being dropped by the join.
     """
     from pyspark.sql import functions as F
+    from pyspark.sql import types as T
 
     if not files:
-        return spark.createDataFrame(
-            [], "source string, source_file string, line_no long, line string, tz string, group_hint string"
-        )
+        names = ("source", "source_file", "line_no", "line", "tz", "group_hint")
+        return local_frame(spark, [], _schema(names, line_no=T.LongType()))
     for key, value in _READ_CONF.items():
         spark.conf.set(key, value)
     reader = spark.read

@@ -28,6 +28,7 @@ from pyspark.sql import functions as F
 
 from rocketmq_retry import contract
 from rocketmq_retry.contract import EventType, HopState
+from rocketmq_retry.spark_session import local_frame
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -229,7 +230,7 @@ def reconciliation(
     )
     rows = [_with_cause(group_rows, horizon_ms) for group_rows in _by_group(table)]
     out = [row for group_rows in rows for row in group_rows if bounds[0] <= row["minute_ms"] < bounds[1]]
-    return spark.createDataFrame([tuple(row[c] for c in RECONCILIATION_COLUMNS) for row in out], RECONCILIATION_SCHEMA)
+    return local_frame(spark, [tuple(row[c] for c in RECONCILIATION_COLUMNS) for row in out], RECONCILIATION_SCHEMA)
 
 
 def _by_group(table: list[Row]) -> list[list[dict[str, Any]]]:

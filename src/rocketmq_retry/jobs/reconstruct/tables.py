@@ -11,6 +11,7 @@ from pyspark.sql import types as T
 from rocketmq_retry.config import Config
 from rocketmq_retry.jobs import lifecycle_schedule as sched
 from rocketmq_retry.jobs.ingest.parse import ANY_TOPIC
+from rocketmq_retry.spark_session import local_frame
 
 SCHEDULE_SCHEMA = T.StructType(
     [
@@ -41,6 +42,11 @@ GROUP_SCHEMA = T.StructType(
 )
 
 
+_SUBSCRIPTION_SCHEMA = T.StructType(
+    [T.StructField("consumer_group", T.StringType()), T.StructField("topic", T.StringType())]
+)
+
+
 def observed_max_reconsume_times(obs: DataFrame) -> dict[str, int]:
     """Per consumer group seen in the observations, the largest reconsume_times (at least 0)."""
     return {
@@ -60,7 +66,7 @@ def engine_tables(
     groups = set(config.groups) | set(seen)
     policies = {g: config.group_policy(g) for g in groups}
     rows, summaries = sched.build_tables(policies, seen)
-    schedule = spark.createDataFrame(rows, SCHEDULE_SCHEMA)
+    schedule = local_frame(spark, rows, SCHEDULE_SCHEMA)
     group_rows = [
         (
             s.group,
@@ -75,7 +81,7 @@ def engine_tables(
         )
         for s in summaries
     ]
-    groups_df = spark.createDataFrame(group_rows, GROUP_SCHEMA)
+    groups_df = local_frame(spark, group_rows, GROUP_SCHEMA)
     return F.broadcast(schedule), F.broadcast(groups_df), summaries
 
 
@@ -83,7 +89,7 @@ def subscriptions(spark: SparkSession, config: Config, bindings: DataFrame | Non
     """``consumer_group, topic`` pairs known without a lifecycle: the business topics the instances' bindings name
     (not a retry topic, not every topic of an instance) and the config's declared ``groups.<g>.topics``."""
     declared = [(g, t) for g, c in sorted(config.groups.items()) for t in c.topics]
-    out = spark.createDataFrame(declared, "consumer_group string, topic string")
+    out = local_frame(spark, declared, _SUBSCRIPTION_SCHEMA)
     if bindings is not None:
         named = bindings.where(~F.col("topic").startswith("%") & (F.col("topic") != ANY_TOPIC))
         out = out.unionByName(named.select("consumer_group", "topic"))
