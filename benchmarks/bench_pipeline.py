@@ -117,6 +117,13 @@ def _hwm_kib(pid: int) -> int:
     return 0
 
 
+def _ppid(proc: Any) -> int | None:
+    try:
+        return int(proc.ppid())
+    except Exception:  # gone between listing and reading
+        return None
+
+
 def _kind(pid: int) -> str | None:
     try:
         # the executable, not the process name: a console script (rocketmq-retry) is a Python process too.
@@ -151,8 +158,14 @@ class TreeMemory:
         except Exception:
             return
         now = {"jvm": 0, "python": 0}
+        kinds = {p.pid: _kind(p.pid) for p in procs}
         for p in procs:
-            kind = _kind(p.pid)
+            kind = kinds[p.pid]
+            # A JVM's child that is still a JVM is a fork between clone and exec (Hadoop's shell commands, Python
+            # workers), sharing its parent's memory and so its VmHWM: counting it would count the JVM twice. No
+            # step's JVM starts another JVM.
+            if kind == "jvm" and kinds.get(_ppid(p)) == "jvm":
+                continue
             if kind:
                 now[kind] += _hwm_kib(p.pid)
         for kind, kib in now.items():
