@@ -210,9 +210,9 @@ def local_frame(spark: SparkSession, rows: Sequence[Sequence[Any]], schema: Stru
     ``spark.createDataFrame`` of Python rows pickles them into an RDD that Python workers unpickle: the first job
     that reads such a frame waits for ``pyspark.daemon`` to start, 1-2 s of a small step for a few rows, even for
     none (docs/scale.md "Spark starts"). As an Arrow table the rows reach the JVM as Arrow batches that Spark turns
-    into a local relation on the driver (an RDD of the batches above ``spark.sql.execution.arrow.localRelation
-    Threshold``), with no Python worker; on Spark Connect the client sends the same batches. A naive ``datetime``
-    is read as the driver's local time, as ``createDataFrame`` reads one."""
+    into a local relation on the driver (an RDD of the batches only above
+    ``spark.sql.execution.arrow.localRelationThreshold``), with no Python worker; on Spark Connect the client sends
+    the same batches. A naive ``datetime`` is read as the driver's local time, as ``createDataFrame`` reads one."""
     import datetime
 
     import pyarrow as pa
