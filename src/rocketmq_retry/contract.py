@@ -13,7 +13,7 @@ from __future__ import annotations
 import enum
 import os
 import pathlib
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING
 
 from rocketmq_retry.dates import DateError, dates_between, optional_date, partition_date
@@ -352,9 +352,15 @@ def _spark_type(dtype: str) -> DataType:
 
 def struct_type(table: str) -> StructType:
     """The table's Spark schema, every field nullable (pyspark is imported here, not by the module)."""
+    return struct_of(_schema(table))
+
+
+def struct_of(fields: Iterable[tuple[str, str]]) -> StructType:
+    """A Spark schema of ``(name, type)`` pairs in the contract's type names, every field nullable: for a job's
+    own small tables that are not the contract's, built without a Spark session as the contract's are."""
     from pyspark.sql.types import StructField, StructType
 
-    return StructType([StructField(name, _spark_type(dtype)) for name, dtype in _schema(table)])
+    return StructType([StructField(name, _spark_type(dtype)) for name, dtype in fields])
 
 
 def select_columns(table: str, derived: Mapping[str, Column] | None = None) -> list[Column]:

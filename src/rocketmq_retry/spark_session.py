@@ -221,9 +221,9 @@ def local_frame(spark: SparkSession, rows: Sequence[Sequence[Any]], schema: Stru
 
     arrow = to_arrow_schema(schema, timezone="UTC")
     width = len(schema.fields)
-    bad = [i for i, row in enumerate(rows) if len(row) != width]
-    if bad:
-        raise ValueError(f"local_frame: row {bad[0]} has {len(rows[bad[0]])} values, the schema {width} columns")
+    for i, row in enumerate(rows):
+        if len(row) != width:
+            raise ValueError(f"local_frame: row {i} has {len(row)} values, the schema {width} columns")
 
     def column(i: int) -> list[Any]:
         values = [row[i] for row in rows]

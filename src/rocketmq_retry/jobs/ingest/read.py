@@ -19,12 +19,12 @@ import urllib.parse
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from rocketmq_retry import contract
 from rocketmq_retry.errors import InputError, UserError
 from rocketmq_retry.spark_session import local_frame
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
-    from pyspark.sql.types import DataType, StructType
 
     from rocketmq_retry.config import Config
 
@@ -166,20 +166,11 @@ def _skip_thresholds(skipped: list[int]) -> list[int] | None:
     return [s - k for k, s in enumerate(sorted(skipped), 1)] or None
 
 
-def _schema(names: tuple[str, ...], **types: DataType) -> StructType:
-    """Columns ``names``, each a string unless ``types`` names its type."""
-    from pyspark.sql import types as T
-
-    return T.StructType([T.StructField(n, types.get(n, T.StringType())) for n in names])
-
-
 def _catalog(spark: SparkSession, rows: list[tuple[str, str, str, str, str | None, list[int] | None]]) -> DataFrame:
     """``path_key, source, source_file, tz, group_hint, gaps`` as a local table: the plan holds the rows, so the
     broadcast is built on the driver."""
-    from pyspark.sql import types as T
-
-    names = ("path_key", "source", "source_file", "tz", "group_hint", "gaps")
-    return local_frame(spark, rows, _schema(names, gaps=T.ArrayType(T.LongType())))
+    names = ("path_key", "source", "source_file", "tz", "group_hint")
+    return local_frame(spark, rows, contract.struct_of([*((n, "string") for n in names), ("gaps", "array<bigint>")]))
 
 
 def instance_table(
@@ -188,10 +179,13 @@ def instance_table(
     """``source_file, instance`` of ``files`` as a local table (joined to the few event and binding rows), and
     ``fingerprint`` when ``fingerprints`` (``source_file`` -> ``ingest.check`` fingerprint) is given: the file
     part of ``event_id``, joined here rather than carried on every line read (null for a file not read)."""
+    rows: list[tuple[str | None, ...]]
     if fingerprints is None:
-        return local_frame(spark, [(f.rel, f.instance) for f in files], _schema(("source_file", "instance")))
-    rows = [(f.rel, f.instance, fingerprints.get(f.rel)) for f in files]
-    return local_frame(spark, rows, _schema(("source_file", "instance", "fingerprint")))
+        rows, names = [(f.rel, f.instance) for f in files], ("source_file", "instance")
+    else:
+        rows = [(f.rel, f.instance, fingerprints.get(f.rel)) for f in files]
+        names = ("source_file", "instance", "fingerprint")
+    return local_frame(spark, rows, contract.struct_of((n, "string") for n in names))
 
 
 def read_lines(
@@ -211,11 +205,10 @@ def read_lines(
     URI is in neither form stops the job with the URI in the message rather than being dropped by the join.
     """
     from pyspark.sql import functions as F
-    from pyspark.sql import types as T
 
     if not files:
         names = ("source", "source_file", "line_no", "line", "tz", "group_hint")
-        return local_frame(spark, [], _schema(names, line_no=T.LongType()))
+        return local_frame(spark, [], contract.struct_of((n, "bigint" if n == "line_no" else "string") for n in names))
     for key, value in _READ_CONF.items():
         spark.conf.set(key, value)
     reader = spark.read

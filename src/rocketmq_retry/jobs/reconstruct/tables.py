@@ -8,6 +8,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from rocketmq_retry import contract
 from rocketmq_retry.config import Config
 from rocketmq_retry.jobs import lifecycle_schedule as sched
 from rocketmq_retry.jobs.ingest.parse import ANY_TOPIC
@@ -39,11 +40,6 @@ GROUP_SCHEMA = T.StructType(
         T.StructField("level_ms", T.ArrayType(T.LongType())),
         T.StructField("max_reconsume_times", T.IntegerType()),
     ]
-)
-
-
-_SUBSCRIPTION_SCHEMA = T.StructType(
-    [T.StructField("consumer_group", T.StringType()), T.StructField("topic", T.StringType())]
 )
 
 
@@ -89,7 +85,7 @@ def subscriptions(spark: SparkSession, config: Config, bindings: DataFrame | Non
     """``consumer_group, topic`` pairs known without a lifecycle: the business topics the instances' bindings name
     (not a retry topic, not every topic of an instance) and the config's declared ``groups.<g>.topics``."""
     declared = [(g, t) for g, c in sorted(config.groups.items()) for t in c.topics]
-    out = local_frame(spark, declared, _SUBSCRIPTION_SCHEMA)
+    out = local_frame(spark, declared, contract.struct_of([("consumer_group", "string"), ("topic", "string")]))
     if bindings is not None:
         named = bindings.where(~F.col("topic").startswith("%") & (F.col("topic") != ANY_TOPIC))
         out = out.unionByName(named.select("consumer_group", "topic"))
