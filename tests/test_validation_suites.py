@@ -138,9 +138,11 @@ def write_warehouse(spark: Any, warehouse: pathlib.Path, tables: dict[str, list[
         )
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def gx_root(tmp_path_factory: pytest.TempPathFactory) -> Iterator[pathlib.Path]:
-    """A writable copy of the committed project, so tests never write Data Docs into the checkout."""
+    """A writable copy of the committed project, so tests never write Data Docs into the checkout. Module-scoped:
+    the variable it sets names this project to every validation in the process until it is restored, and a later
+    module of the same pytest worker (test_validation_docs.py's own project) would validate into this one."""
     root = tmp_path_factory.mktemp("gx") / "expectations"
     shutil.copytree(ROOT / "expectations", root, ignore=shutil.ignore_patterns("uncommitted"))
     previous = os.environ.get("ROCKETMQ_RETRY_GX_ROOT")
