@@ -467,6 +467,59 @@ def test_a_run_works_in_its_own_copy_and_never_changes_the_committed_project(
     assert '"max_value": 1234' in suite and pathlib.Path(summary.docs_page).is_relative_to(copy)
 
 
+@pytest.mark.spark
+def test_a_small_partition_is_cached_once_and_a_large_one_not_at_all(
+    spark: Any, gx_root: pathlib.Path, tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A partition under ``CACHE_BELOW_BYTES`` of Parquet is cached for all of GE's metric queries; a larger one is
+    read from Parquet by each check, and GE's datasource does not cache it either (GE's default persists every
+    frame it validates)."""
+    from rocketmq_retry.config import Config
+    from rocketmq_retry.validation import run as validation_run
+    from rocketmq_retry.validation.settings import ValidationSettings
+
+    warehouse = tmp_path / "warehouse"
+    write_warehouse(spark, warehouse, good_rows())
+    size = {
+        t: sum(f.stat().st_size for f in contract.partition_dir(warehouse, t, DS).glob("*.parquet")) for t in TABLES
+    }
+    assert max(size, key=size.__getitem__) == "events"  # the widest table: its Parquet is the largest here too
+    monkeypatch.setattr(validation_run, "CACHE_BELOW_BYTES", size["events"])  # events at the limit: not cached
+    cached: dict[str, bool] = {}
+    validated: dict[str, Any] = {}
+    validate_frames = validation_run._validate_frames
+
+    def after_great_expectations(frames: dict[str, Any], *args: Any) -> Any:
+        summary = validate_frames(frames, *args)
+        cached.update({t: f.storageLevel.useMemory for t, f in frames.items()})
+        validated.update(frames)
+        return summary
+
+    monkeypatch.setattr(validation_run, "_validate_frames", after_great_expectations)
+    assert validation_run.validate_partition(DS, str(warehouse), Config(), ValidationSettings(), spark).success
+    assert cached == {t: t != "events" for t in TABLES}
+    assert not any(f.storageLevel.useMemory for f in validated.values())  # released after the run
+
+
+def test_a_project_whose_datasource_persists_frames_is_changed_to_leave_caching_to_the_run(
+    tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A working project seeded before the datasource stopped persisting: opening it turns that off, on disk."""
+    from rocketmq_retry.config import Config
+    from rocketmq_retry.validation.project import DATASOURCE, open_project
+    from rocketmq_retry.validation.settings import ValidationSettings
+
+    monkeypatch.delenv("ROCKETMQ_RETRY_GX_ROOT", raising=False)  # it would name another project
+    root = tmp_path / "expectations"
+    shutil.copytree(ROOT / "expectations", root, ignore=shutil.ignore_patterns("uncommitted"))
+    yml = root / "gx" / "great_expectations.yml"
+    assert "    persist: false\n" in yml.read_text()
+    yml.write_text(yml.read_text().replace("    persist: false\n", ""))  # GE's default: persist
+    context = open_project(Config(), ValidationSettings(context_root=str(root)))
+    assert context.data_sources.get(DATASOURCE).persist is False
+    assert "    persist: false\n" in yml.read_text()
+
+
 def test_an_installed_package_without_a_project_is_told_where_to_point(
     tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -148,7 +148,14 @@ def open_project(config: Config, settings: ValidationSettings) -> gx.data_contex
         context.variables.progress_bars = ProgressBarsConfig(**PROGRESS_BARS)
         context.variables.save()
 
-    datasource = _get_or_none(context.data_sources.get, DATASOURCE) or context.data_sources.add_spark(name=DATASOURCE)
+    # persist=False: run.py decides which frames are cached. GE's default persists every frame it validates, so the
+    # events table, left uncached on purpose (run.UNCACHED), was copied into memory whole by GE instead.
+    datasource = _get_or_none(context.data_sources.get, DATASOURCE) or context.data_sources.add_spark(
+        name=DATASOURCE, persist=False
+    )
+    if datasource.persist:  # a project seeded before
+        datasource.persist = False
+        datasource = context.update_datasource(datasource)
     for table in TABLES:
         asset = _get_or_none(datasource.get_asset, table) or datasource.add_dataframe_asset(name=table)
         batch_definition = _get_or_none(asset.get_batch_definition, BATCH_DEFINITION)
