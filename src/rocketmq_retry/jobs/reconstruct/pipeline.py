@@ -106,11 +106,14 @@ def reconstruct(
     simple = tuple(g for g in config.groups if config.group_policy(g).consume_mode is ConsumeMode.SIMPLE)
     af = with_pop_facts(attempt_facts(obs), pop_facts(obs, simple))
     mf = message_facts(obs)
-    lc = lifecycle_rows(obs, mf, groups, subscriptions(spark, config, bindings)).cache()
+    # Stored as local checkpoints (rows), not cached (Spark's columnar in-memory copy, which encodes every column
+    # of every row before the first read): 266.0 / 242.6 s on the 10 M-line day, the same tables (docs/scale.md,
+    # "Checkpoints, not caches").
+    lc = _checkpoint(lifecycle_rows(obs, mf, groups, subscriptions(spark, config, bindings)))
     # checkpointed, not cached: the causes and kinds below join it several times, and analysing those joins over
     # the whole linking and engine plan each time costs minutes of planning
     plan = _checkpoint(attempt_plan(lc, af, schedule, horizon_ms))
-    trans_full = transitions_from(plan, lc).cache()
+    trans_full = _checkpoint(transitions_from(plan, lc))
     # checkpointed: every table below starts from its rows rather than from the whole plan behind them
     states = _checkpoint(lifecycles_from(lc, plan, trans_full, th, horizon_ms, carry_after_ms))
     failed = failures_of(plan, cause_facts(obs), counter_minutes(obs), simple)
@@ -122,7 +125,7 @@ def reconstruct(
         return kept[-1]
 
     kinds = kinds_of(failed, plan, fates, config.causes, horizon_ms, keep=keep)
-    life = FT.with_lifecycle_causes(states, FT.lifecycle_causes(kinds, kinds.incidents)).cache()
+    life = _checkpoint(FT.with_lifecycle_causes(states, FT.lifecycle_causes(kinds, kinds.incidents)))
     written = life.where(F.col("written"))
     keys = written.select(*KEY)
     transitions = trans_full.join(keys, KEY, "left_semi").select(*TRANSITION_COLUMNS)
