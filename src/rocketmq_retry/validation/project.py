@@ -148,8 +148,8 @@ def open_project(config: Config, settings: ValidationSettings) -> gx.data_contex
         context.variables.progress_bars = ProgressBarsConfig(**PROGRESS_BARS)
         context.variables.save()
 
-    # persist=False: run.py decides which frames are cached. GE's default persists every frame it validates, so the
-    # events table, left uncached on purpose (run.UNCACHED), was copied into memory whole by GE instead.
+    # persist=False: run.py decides which frames are cached. GE's default persists every frame it validates, so a
+    # large partition, left uncached on purpose (run.CACHE_BELOW_BYTES), was copied into memory whole by GE instead.
     datasource = _get_or_none(context.data_sources.get, DATASOURCE) or context.data_sources.add_spark(
         name=DATASOURCE, persist=False
     )
