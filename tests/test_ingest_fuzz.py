@@ -16,11 +16,13 @@ import pathlib
 import random
 import zlib
 from typing import Any
+from unittest import mock
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from rocketmq_retry.jobs.ingest import check as check_module
 from rocketmq_retry.jobs.ingest.check import check_file
 
 TRIED = {"check": 0, "gzip": 0, "damaged": 0, "spark_files": 0, "spark_lines": 0}
@@ -118,6 +120,29 @@ def test_check_file_matches_hadoop_line_model(tmp_path: pathlib.Path, seed: int,
         assert path.suffix == ".gz" and broken, got.damage
         return
     if broken:  # a damage zlib cannot see (a flipped bit in the header's mtime, an empty extra member)
+        data = gzip.decompress(path.read_bytes())
+    lines, long_lines = reference(data, cap)
+    assert (got.lines, [(ln.line_no, ln.byte_offset, ln.size) for ln in got.long_lines]) == (lines, long_lines)
+
+
+@settings(
+    max_examples=200, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(seed=st.integers(0, 2**32 - 1), cap=st.sampled_from([3, 16, 64]), chunk=st.sampled_from([1, 2, 5, 13]))
+def test_check_file_matches_hadoop_line_model_across_chunks(
+    tmp_path: pathlib.Path, seed: int, cap: int, chunk: int
+) -> None:
+    """The same model with the scan's chunks a few bytes long, so that a chunk ends inside \\r\\n, a chunk without
+    \\r follows one that ended in \\r, and CR-free and mixed chunks alternate (the scan skips the CR handling for a
+    chunk without \\r; real chunks are 8 MB, which the generated files never reach)."""
+    rnd = random.Random(seed)
+    path, data, broken = make_file(rnd, tmp_path, f"c{seed}")
+    with mock.patch.object(check_module, "_CHUNK", chunk):
+        got = check_file(str(path), cap, max_expanded_bytes=1 << 20)
+    if got.damage:
+        assert path.suffix == ".gz" and broken, got.damage
+        return
+    if broken:
         data = gzip.decompress(path.read_bytes())
     lines, long_lines = reference(data, cap)
     assert (got.lines, [(ln.line_no, ln.byte_offset, ln.size) for ln in got.long_lines]) == (lines, long_lines)

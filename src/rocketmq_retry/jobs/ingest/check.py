@@ -138,7 +138,10 @@ class _LineScanner:
             return
         if not self.first.done:
             self.first.feed(buf)
-        t = buf.translate(_CR_TO_LF)  # every line end is now \n (\r\n is two of them, see _count)
+        # Most logs have no \r at all: one memchr tells, and spares the translation and two of _count's three
+        # passes over the chunk (the 10 M-line day's check 6.9 -> 3.x s on the driver, before Spark reads a line)
+        crs = b"\r" in buf
+        t = buf.translate(_CR_TO_LF) if crs else buf  # every line end is now \n (\r\n is two of them, see _count)
         i = 0
         if self.pending_cr:
             self.pending_cr = False
@@ -156,7 +159,7 @@ class _LineScanner:
                     r += 1
                 if r >= 0 and not (buf[r] == 0x0D and r + 1 == n):
                     # (a BOM only makes the first line shorter: a line in the window stays short)
-                    self.out.lines += self._count(buf, i, r + 1)
+                    self.out.lines += self._count(buf, i, r + 1) if crs else buf.count(b"\n", i, r + 1)
                     i = r + 1
                     continue
             # Slow path, one line: it starts at i (or continues from an earlier chunk) and may be long.
