@@ -47,18 +47,18 @@ class Outputs:
     failures: DataFrame
     failure_causes: DataFrame
     incidents: DataFrame
-    observations: DataFrame  # the linked, classified events (cached), for the run's evidence report
+    observations: DataFrame  # the linked, classified events (a local checkpoint), for the run's evidence report
     report: dict[str, object] = field(default_factory=dict)
-    cached: list[DataFrame] = field(default_factory=list)  # intermediate results this run cached
+    stored: list[DataFrame] = field(default_factory=list)  # the local checkpoints of this run's intermediates
 
     def release(self) -> None:
-        """Unpersist the cached intermediates: a session that outlives the run (tests, a notebook) keeps no
-        cached blocks per date it reconstructed."""
+        """Release the stored intermediates: a session that outlives the run (tests, a notebook) keeps no
+        checkpoint blocks per date it reconstructed."""
         from rocketmq_retry.spark_session import release_checkpoint
 
         # the later frames are built on the earlier ones: released first, while what they stand on still exists
-        for frame in reversed(self.cached):
-            release_checkpoint(frame)  # a cached frame is unpersisted, a local checkpoint's RDD released
+        for frame in reversed(self.stored):
+            release_checkpoint(frame)
 
 
 def day_bounds(day: str, zone: str = "UTC") -> tuple[int, int]:
