@@ -166,7 +166,12 @@ def message_facts(obs: DataFrame) -> DataFrame:
 
 
 def with_silent_consumptions(
-    lf: DataFrame, obs: DataFrame, mf: DataFrame, subscriptions: DataFrame | None = None
+    lf: DataFrame,
+    obs: DataFrame,
+    mf: DataFrame,
+    subscriptions: DataFrame | None = None,
+    *,
+    about: DataFrame | None = None,
 ) -> DataFrame:
     """Lifecycles that left no consumer evidence at all: a message published on D to a topic a group is seen to
     consume (its other lifecycles' business topic, or ``subscriptions``: ``consumer_group, topic`` that the
@@ -176,6 +181,8 @@ def with_silent_consumptions(
     pop-retry or DLQ topic dumps; an L-C3/L-C4 line for orderly and broadcasting; a Spring WARN, §6.4, §11), and a
     success often leaves none (rocketmq-spring logs it at DEBUG, the gRPC SDK not at all, no trace without
     enableMsgTrace). Such a message was consumed on its first delivery: CONSUMED, one inferred delivery.
+    ``about``: the rows of ``obs`` that can be about a lifecycle (``events.observation_parts``), where the
+    unattributed ones are (default ``obs``).
     """
     pubs = (
         obs.where((F.col("kind") == "PUB") & F.col("in_day") & F.col("msg_id").isNotNull())
@@ -194,7 +201,10 @@ def with_silent_consumptions(
         subs = subs.unionByName(subscriptions.select("consumer_group", "topic"))
     subs = subs.distinct()
     # A message with consumer lines that no group could be given to: its silence is not evidence of success.
-    unplaced = obs.where(F.col("unattributed").isNotNull() & F.col("msg_id").isNotNull()).select("msg_id").distinct()
+    placed_or_not = obs if about is None else about
+    unplaced = (
+        placed_or_not.where(F.col("unattributed").isNotNull() & F.col("msg_id").isNotNull()).select("msg_id").distinct()
+    )
     silent = (
         pubs.join(unplaced, "msg_id", "left_anti")
         .join(subs, "topic")
@@ -269,14 +279,23 @@ def maybe_open() -> Column:
 
 
 def lifecycle_rows(
-    obs: DataFrame, mf: DataFrame, groups: DataFrame, subscriptions: DataFrame, *, carry: bool = True
+    obs: DataFrame,
+    mf: DataFrame,
+    groups: DataFrame,
+    subscriptions: DataFrame,
+    *,
+    carry: bool = True,
+    about: DataFrame | None = None,
 ) -> DataFrame:
     """One row per lifecycle of D (silent consumptions included), with its group's engine summary (``groups``)
     and its message's business metadata (``message_facts``). ``carry``: also the look-back's lifecycles that may
-    have been open when D began (``maybe_open``), which D settles or carries on."""
+    have been open when D began (``maybe_open``), which D settles or carries on. ``about``: the rows of ``obs``
+    that can be about a lifecycle (``events.observation_parts``), which the lifecycles' aggregation reads
+    (default ``obs``)."""
     scope = F.col("in_day") | maybe_open() if carry else F.col("in_day")
+    about = obs if about is None else about
     return (
-        with_silent_consumptions(lifecycle_facts(obs), obs, mf, subscriptions)
+        with_silent_consumptions(lifecycle_facts(about), obs, mf, subscriptions, about=about)
         .where(scope)
         .join(groups, "consumer_group", "left")
         .join(mf, "msg_id", "left")

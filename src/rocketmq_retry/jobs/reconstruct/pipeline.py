@@ -1,7 +1,8 @@
 """The whole reconstruction transform for one day: events (D plus look-back) -> transitions, lifecycles,
 dead_letters, reconciliation and unattributed (DESIGN §4), wiring the steps of the ``jobs/reconstruct/`` modules.
 
-1. ``reconstruct.events.observations``: events conformed, identities linked, each row classified as evidence.
+1. ``reconstruct.events.observations``: events conformed, identities linked, each row classified as evidence;
+   stored in two parts, the publications no group is named on apart (``events.observation_parts``).
 2. ``reconstruct.facts``: one aggregation per (group, msg_id, attempt), per message and per lifecycle.
 3. ``reconstruct.tables.engine_tables``: the engine's answers, asked once per (group, reconsume_times, variant)
    on the driver and broadcast; ``reconstruct.attempts.attempt_plan`` joins them to every attempt.
@@ -26,7 +27,7 @@ from rocketmq_retry.jobs.reconstruct.attempts import attempt_plan
 from rocketmq_retry.jobs.reconstruct.attribution import GrpcGroups, unattributed_of
 from rocketmq_retry.jobs.reconstruct.causes import cause_facts, counter_minutes, failures_of
 from rocketmq_retry.jobs.reconstruct.dead_letters import dead_letters_from
-from rocketmq_retry.jobs.reconstruct.events import linked_events, observations_of_linked
+from rocketmq_retry.jobs.reconstruct.events import linked_events, observation_parts
 from rocketmq_retry.jobs.reconstruct.facts import KEY, attempt_facts, lifecycle_rows, message_facts
 from rocketmq_retry.jobs.reconstruct.incidents import kinds_of
 from rocketmq_retry.jobs.reconstruct.lifecycles import Thresholds, lifecycles_from, lifecycles_table
@@ -47,7 +48,7 @@ class Outputs:
     failures: DataFrame
     failure_causes: DataFrame
     incidents: DataFrame
-    observations: DataFrame  # the linked, classified events (a local checkpoint), for the run's evidence report
+    observations: DataFrame  # the linked, classified events that can be about a lifecycle, for the evidence report
     report: dict[str, object] = field(default_factory=dict)
     stored: list[DataFrame] = field(default_factory=list)  # the local checkpoints of this run's intermediates
 
@@ -94,7 +95,12 @@ def reconstruct(
     # matching against the cache, and printing for Spark's listeners) the linking and attribution plan; the linked
     # events are stored first, so that no plan sent to a Spark Connect server nests past its decoding limit
     linked = _checkpoint(linked_events(events, zone, tuple(config.groups)))
-    obs = _checkpoint(observations_of_linked(linked, day, orderly, bindings=bindings, grpc=GrpcGroups.of(config)))
+    # Two stored parts: the rows that can be about a lifecycle, which every aggregation per lifecycle and attempt
+    # reads, and the publications no group is named on, which only the message facts, the silent consumptions and
+    # the horizon read (``events.observation_parts``); ``obs`` is both.
+    about, published = observation_parts(linked, day, orderly, bindings=bindings, grpc=GrpcGroups.of(config))
+    about, published = _checkpoint(about), _checkpoint(published)
+    obs = about.unionByName(published)
     bounds = day_bounds(day, zone)
     row = obs.agg(F.max("t_ms").alias("h"), F.max(F.when(~F.col("in_day"), F.col("t_ms"))).alias("before")).collect()[0]
     if horizon_ms is None:
@@ -102,21 +108,21 @@ def reconstruct(
     # What the run before D saw: its end of observation is the latest event before D. A lifecycle not settled
     # by then is carried into D (and settled, or carried on, by D's evidence and D's horizon).
     carry_after_ms = min(int(row["before"]), bounds[0] - 1) if row["before"] is not None else bounds[0] - 1
-    schedule, groups, summaries = engine_tables(spark, config, obs)
+    schedule, groups, summaries = engine_tables(spark, config, about)
     simple = tuple(g for g in config.groups if config.group_policy(g).consume_mode is ConsumeMode.SIMPLE)
-    af = with_pop_facts(attempt_facts(obs), pop_facts(obs, simple))
+    af = with_pop_facts(attempt_facts(about), pop_facts(about, simple))
     mf = message_facts(obs)
     # Stored as local checkpoints (rows), not cached (Spark's columnar in-memory copy, which encodes every column
     # of every row before the first read): 266.0 / 242.6 s on the 10 M-line day, the same tables (docs/scale.md,
     # "Checkpoints, not caches").
-    lc = _checkpoint(lifecycle_rows(obs, mf, groups, subscriptions(spark, config, bindings)))
+    lc = _checkpoint(lifecycle_rows(obs, mf, groups, subscriptions(spark, config, bindings), about=about))
     # checkpointed, not cached: the causes and kinds below join it several times, and analysing those joins over
     # the whole linking and engine plan each time costs minutes of planning
     plan = _checkpoint(attempt_plan(lc, af, schedule, horizon_ms))
     trans_full = _checkpoint(transitions_from(plan, lc))
     # checkpointed: every table below starts from its rows rather than from the whole plan behind them
     states = _checkpoint(lifecycles_from(lc, plan, trans_full, th, horizon_ms, carry_after_ms))
-    failed = failures_of(plan, cause_facts(obs), counter_minutes(obs), simple)
+    failed = failures_of(plan, cause_facts(about), counter_minutes(about), simple)
     fates = states.select(*KEY, "final_state", "first_ms", "last_attempt", "last_next_expected_ms")
     kept: list[DataFrame] = []
 
@@ -133,9 +139,9 @@ def reconstruct(
     dead_letters = dead_letters_from(written, config, bounds, carry_after_ms)
     group_topics = written.select("consumer_group", F.col("original_topic").alias("topic")).distinct()
     plan_written = plan.join(keys, KEY, "left_semi")
-    recon = reconciliation(spark, obs, transitions, plan_written, groups, group_topics, bounds, horizon_ms)
+    recon = reconciliation(spark, about, transitions, plan_written, groups, group_topics, bounds, horizon_ms)
     report = {"groups": [s.group for s in summaries], "horizon_ms": horizon_ms, "carry_after_ms": carry_after_ms}
-    unattributed = unattributed_of(obs.where(F.col("in_day")), config)
+    unattributed = unattributed_of(about.where(F.col("in_day")), config)
     day_failures = FT.on_day(kinds.failures, keys, bounds)
     return Outputs(
         transitions,
@@ -144,9 +150,9 @@ def reconstruct(
         recon,
         unattributed,
         FT.failures_table(day_failures),
-        FT.failure_causes_table(day_failures, written, obs),
+        FT.failure_causes_table(day_failures, written, about),
         FT.incidents_table(kinds, day_failures, written),
-        obs,
+        about,
         report,
-        [linked, obs, lc, plan, trans_full, states, *kept, life],
+        [linked, about, published, lc, plan, trans_full, states, *kept, life],
     )
