@@ -201,9 +201,9 @@ def with_silent_consumptions(
         subs = subs.unionByName(subscriptions.select("consumer_group", "topic"))
     subs = subs.distinct()
     # A message with consumer lines that no group could be given to: its silence is not evidence of success.
-    placed_or_not = obs if about is None else about
+    consumer_side = obs if about is None else about
     unplaced = (
-        placed_or_not.where(F.col("unattributed").isNotNull() & F.col("msg_id").isNotNull()).select("msg_id").distinct()
+        consumer_side.where(F.col("unattributed").isNotNull() & F.col("msg_id").isNotNull()).select("msg_id").distinct()
     )
     silent = (
         pubs.join(unplaced, "msg_id", "left_anti")
