@@ -35,7 +35,8 @@ help:
 	@echo "make test       setup, then the test suite CI runs (real Spark, Airflow dag.test(), GE, SQLite, PostgreSQL,"
 	@echo "                Chromium): every test but those marked slow"
 	@echo "make test-all   setup, then every test: also the slow ones (a real scheduler's backfill, make airflow, a Spark"
-	@echo "                cluster, the attribution property, the 2,000-message simulated day; about 12 more minutes)"
+	@echo "                cluster, the attribution property, the 2,000-message simulated day, a killed ingest process,"
+	@echo "                the example day with generated code; about 15 more minutes)"
 	@echo "make lint       ruff check + ruff format --check"
 	@echo "make bench      the benchmarks in benchmarks/ (minutes; not part of the tests)"
 

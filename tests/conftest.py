@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import atexit
+import contextlib
+import fcntl
 import logging
 import os
 import pathlib
@@ -57,9 +59,11 @@ os.environ[_DEFAULTED] = ",".join(sorted(_defaulted))
 os.environ.pop("ROCKETMQ_RETRY_CONFIG", None)  # tests never pick up a developer's own config
 
 
-# The modules that each take minutes, started first: with two pytest-xdist workers (one module per worker at a
-# time) a long module that started last would run alone at the end while the other worker sat idle. make test runs
-# the first two (dag.test() end to end, and a backfill's dates in every order); the others are marked slow.
+# The modules that each take minutes, started first, longest first: with two pytest-xdist workers (one module per
+# worker at a time) a long module that started last would run alone at the end while the other worker sat idle, and
+# the short modules fill the end instead. make test runs the first two (dag.test() end to end, and a backfill's dates
+# in every order) and the modules after the slow ones (their order: `make test`'s junit times on a 2-core machine,
+# docs/scale.md "Where the suite's time goes"); the others are marked slow.
 LONG_MODULES = (
     "test_dag_e2e.py",
     "test_backfill.py",
@@ -68,6 +72,17 @@ LONG_MODULES = (
     "test_attribution_property.py",
     "test_spark_cluster.py",
     "test_scheduler_no_wait.py",
+    "test_partitions_job.py",
+    "test_validation_suites.py",
+    "test_partitions_hadoop.py",
+    "test_ingest_late_files.py",
+    "test_simulate_failures.py",
+    "test_reconstruct_carry.py",
+    "test_reconstruct_samples_proxy.py",
+    "test_validation_docs.py",
+    "test_reconstruct_job.py",
+    "test_compensation_concurrency.py",
+    "test_contract.py",
 )
 
 
@@ -104,25 +119,47 @@ def spark() -> Iterator[object]:
     logging.getLogger("py4j").setLevel(logging.WARNING)
 
 
+@contextlib.contextmanager
+def _run_lock(path: pathlib.Path) -> Iterator[None]:
+    """An exclusive lock on ``path`` across this run's pytest-xdist workers (processes of one machine)."""
+    with path.open("w") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
 @pytest.fixture(scope="session")
-def example_day(spark: object, tmp_path_factory: pytest.TempPathFactory) -> pathlib.Path:
+def example_day(spark: object, tmp_path_factory: pytest.TempPathFactory, worker_id: str) -> pathlib.Path:
     """The committed example day (examples/landing, 2026-11-20) ingested, reconstructed and compensated with
     examples/rocketmq-retry.yaml, built once per run for the tests that only read it (the read layer, the pages):
-    each build is a whole ingest + reconstruction. Tests must not write into it."""
+    each build is a whole ingest + reconstruction. Tests must not write into it.
+
+    Once per run, not per worker: the first worker to ask builds it in the run's shared temporary folder under a
+    lock, and the other finds it there (a build is 80 s of a worker on a slow 2-core machine)."""
     from rocketmq_retry.cli import main as rocketmq_retry
 
-    warehouse = tmp_path_factory.mktemp("example-day") / "warehouse"
-    common = [
-        "--date",
-        "2026-11-20",
-        "--warehouse",
-        str(warehouse),
-        "--config",
-        str(ROOT / "examples" / "rocketmq-retry.yaml"),
-    ]
-    assert rocketmq_retry(["ingest", *common, "--landing", str(ROOT / "examples" / "landing")]) == 0
-    assert rocketmq_retry(["reconstruct", *common]) == 0
-    assert rocketmq_retry(["compensate", *common, "--run-id", "scheduled__2026-11-20"]) == 0
+    # pytest-xdist gives each worker a folder under the run's; without workers the run's own folder is this one
+    base = tmp_path_factory.getbasetemp()
+    shared = base.parent if worker_id != "master" else base
+    built = shared / "example-day"
+    warehouse = built / "warehouse"
+    with _run_lock(shared / "example-day.lock"):
+        if not (built / "built").is_file():
+            shutil.rmtree(built, ignore_errors=True)  # a worker that failed half-way left it
+            common = [
+                "--date",
+                "2026-11-20",
+                "--warehouse",
+                str(warehouse),
+                "--config",
+                str(ROOT / "examples" / "rocketmq-retry.yaml"),
+            ]
+            assert rocketmq_retry(["ingest", *common, "--landing", str(ROOT / "examples" / "landing")]) == 0
+            assert rocketmq_retry(["reconstruct", *common]) == 0
+            assert rocketmq_retry(["compensate", *common, "--run-id", "scheduled__2026-11-20"]) == 0
+            (built / "built").write_text("")
     return warehouse
 
 

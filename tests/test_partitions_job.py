@@ -1,5 +1,8 @@
 """A real ``rocketmq-retry ingest`` process killed while it writes and while it commits: the date's four tables
-stay readable and all come from one run (the previous one, or the killed one rolled forward)."""
+stay readable and all come from one run (the previous one, or the killed one rolled forward).
+
+Marked slow (``make test-all``): two job processes, a minute and a half of a CI worker on a slow 2-core machine.
+``make test`` crashes the same commit at each of its steps in-process (tests/test_partitions_hadoop.py)."""
 
 from __future__ import annotations
 
@@ -27,7 +30,7 @@ CONFIG = """timezone: UTC
 sources: [{format: rocketmq-client-4x, path: "**/rocketmq_client*.log*", timezone: UTC}]
 spark: {master: "local[1]", shuffle_partitions: 1}
 """
-pytestmark = pytest.mark.spark
+pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
 
 def _ingest(landing: pathlib.Path, wh: pathlib.Path, cfg: pathlib.Path, crash_at: str) -> str:

@@ -61,11 +61,16 @@ def _comparable(df):  # type: ignore[no-untyped-def]
     )
 
 
+@pytest.mark.slow
 def test_generated_code_writes_the_same_tables_as_interpreted(  # type: ignore[no-untyped-def]
     spark, example_day: pathlib.Path, tmp_path: pathlib.Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """The example day (2,623 lines, 878 events) is small: the session fixture's run was interpreted. Run again with
-    the limit at 0 (generated code, as every large day runs), every table of both jobs must be the same rows."""
+    the limit at 0 (generated code, as every large day runs), every table of both jobs must be the same rows.
+
+    Slow (``make test-all``): two jobs with generated code, two minutes of a CI worker on a slow 2-core machine;
+    ``make test``'s tests that call the reconstruction's transforms directly run generated code on the tests'
+    session."""
     from rocketmq_retry.cli import main as rocketmq_retry
 
     config = yaml.safe_load((ROOT / "examples" / "rocketmq-retry.yaml").read_text(encoding="utf-8"))
