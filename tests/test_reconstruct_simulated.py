@@ -53,15 +53,12 @@ def run_pipeline(
 
     got: dict[tuple[str, str], tuple[str, int]] = {}
     for day in run_dates(local_day):
-        if day == ran:
-            for r in spark.read.parquet(str(partition_dir(wh, "lifecycles", day))).collect():
-                got[(r["consumer_group"], r["msg_id"])] = (r["final_state"], r["deliveries"])
-            continue
-        args = ["--date", day, "--landing", str(landing), "--warehouse", str(wh), "--config", str(config)]
-        assert ingest.main(args) == 0
-        if not partition_dir(wh, "events", day).is_dir():
-            continue
-        assert reconstruct.main(["--date", day, "--warehouse", str(wh), "--config", str(config)]) == 0
+        if day != ran:
+            args = ["--date", day, "--landing", str(landing), "--warehouse", str(wh), "--config", str(config)]
+            assert ingest.main(args) == 0
+            if not partition_dir(wh, "events", day).is_dir():
+                continue
+            assert reconstruct.main(["--date", day, "--warehouse", str(wh), "--config", str(config)]) == 0
         for r in spark.read.parquet(str(partition_dir(wh, "lifecycles", day))).collect():
             got[(r["consumer_group"], r["msg_id"])] = (r["final_state"], r["deliveries"])
     return got
